@@ -159,6 +159,11 @@ class CompileMemo:
         bounds (a right-hand side moved)."""
         self.answers = Answers()
         """The proven answers of the programs handed to the backend (the module text)."""
+        self.rows_from = None
+        """Where a program compiled anew takes its rows' arrays from, if anywhere: an
+        object whose `rows_for(lp)` gives them, or None where it cannot
+        (solver.backends.shared_rows: the month's rows compiled once, sliced); None:
+        each such program's rows compiled here."""
 
     def __reduce__(self):
         return CompileMemo, (self.limit,)
@@ -193,7 +198,8 @@ class CompileMemo:
                 self._keep(key, (_said(rows), arrays))
                 self.restated += 1
                 return compiled
-        compiled = compile_with_rows(lp, None)
+        fresh = None if self.rows_from is None else self.rows_from.rows_for(lp)
+        compiled = compile_with_rows(lp, fresh)
         arrays = (
             compiled.row_start,
             compiled.col_index,

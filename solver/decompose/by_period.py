@@ -53,7 +53,7 @@ taken after it (the master's rows and the known solutions in the order of the he
 first: the same rounds). It needs nothing of that pass, and it can end the run before
 it: a block proven infeasible proves the whole so, and where the caller holds a plan
 already (`cutoff`: the day's other configuration choice, solver.time.day_choice) and
-the priced cuts alone bound the program above it (period_passes.priced_bound), no plan
+the priced cuts alone bound the program above it (period_split.priced_bound), no plan
 of this one is wanted. procurement-3region: months 2-9's peak-fleet choice is 2.7-15%
 dearer than the relaxation's, its priced bound within 0.6% of its plan; months 10-11's
 relaxation choice has a period without a plan under us-east's power cap. Neither
@@ -116,6 +116,7 @@ from dataclasses import replace
 from models.schema.quantities import counted
 from solver.backends import Backend
 from solver.backends.compile_memo import CompileMemo
+from solver.backends.shared_rows import SharedRows
 from solver.decompose.parallel import solve_built
 from solver.decompose.period_passes import (
     BLOCK_GAP_SHARE,
@@ -130,7 +131,6 @@ from solver.decompose.period_passes import (
     in_threads,
     lp_prices,
     pass_limit,
-    priced_bound,
     solve_whole,
 )
 from solver.decompose.period_split import (
@@ -141,6 +141,7 @@ from solver.decompose.period_split import (
     Split,
     cheaper,
     held_values,
+    priced_bound,
     savings,
     split,
 )
@@ -288,13 +289,15 @@ def _by_period(lp, backend, settings, parts, start, lower, whole_after, fleet, m
     started = time.monotonic()
     run = _Rounds(lp, parts, backend, settings)
     run.memo = run.memo if memo is None else memo
+    if run.memo.rows_from is None:  # the program's rows compiled once, sliced
+        run.memo.rows_from = SharedRows(lp)
     begun = run.begin_with(start) if start else None
     lowest, blocks = {o.gpus: o.lowest for o in parts.offers}, range(len(parts.blocks))
     fleet_held = None if fleet is None or _expired(settings) else fleet()
     held = None if fleet_held is None else fleet_held.levels(parts)
     prices, relaxed = [], -math.inf
     if any(o.lowest < o.highest for o in parts.offers):  # else the lowest levels are all
-        prices, relaxed = lp_prices(lp, parts, backend, settings)
+        prices, relaxed = lp_prices(lp, parts, backend, settings, run.memo.rows_from)
     # a block without an answer: infeasible (so is the whole), failed, or the deadline
     answered = run.priced_blocks(dict(enumerate(prices)))
     if not answered and (run.infeasible is not None or not _expired(settings)):

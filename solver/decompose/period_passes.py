@@ -49,9 +49,9 @@ where that does not end). A search that ends proved is answered as before, and n
 search's start or path changes.
 
 Master. The rounds' master over the offers' levels, their cuts and the blocks each
-round opens (`Master`, a mixin of the rounds' state, as `HeldPlan` is), and the bound
-the priced pass's cuts give alone (`priced_bound`), which ends a day's choice that
-cannot beat the plan in hand before its rounds (solver.time.day_choice).
+round opens (`Master`, a mixin of the rounds' state, as `HeldPlan` is); the bound the
+priced pass's cuts give alone, which ends a day's choice that cannot beat the plan in
+hand before its rounds (solver.time.day_choice), is period_split.priced_bound.
 """
 
 import logging
@@ -65,7 +65,7 @@ from functools import cached_property
 
 from solver.backends import Backend
 from solver.backends.compile_memo import NUMPY_ROWS, Answers, handed_on
-from solver.decompose.period_split import Block, Fleet, Known, Levels, Offer, Split
+from solver.decompose.period_split import Block, Fleet, Known, Levels, Split, level_price
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
 from solver.program.row_names import split_timed
 from solver.settings import SolveSettings, machine_threads
@@ -176,7 +176,7 @@ def in_threads(backend: Backend, programs: dict, settings, start) -> list[tuple[
 
 
 def lp_prices(
-    lp: LinearProgram, parts: Split, backend: Backend, settings: SolveSettings
+    lp: LinearProgram, parts: Split, backend: Backend, settings: SolveSettings, rows=None
 ) -> tuple[list[dict[str, float]], float]:
     """Each block's prices on the commitment: the duals of its cover rows in the whole
     program's LP relaxation, solved within `LP_PRICES_SHARE` of the time left (none
@@ -184,13 +184,13 @@ def lp_prices(
     longer than that at `LP_S_PER_NONZERO`, or the deadline has passed: a month the
     limit cut is not searched, solver.time.months), those below `PRICE_FLOOR` taken as 0
     (any price gives a valid cut); and the relaxation's optimum, a bound on the program
-    (-inf where it did not end optimal)."""
+    (-inf where it did not end optimal). `rows`: `relaxation`'s."""
     limit = pass_limit(settings, 1, LP_PRICES_SHARE)
     late = settings.spent()
     if late or (limit is not None and limit < LP_S_PER_NONZERO * lp.size()["nonzeros"]):
         return [{} for _ in parts.blocks], -math.inf
     settings = settings.limited(limit)
-    answer = backend.run(relaxation(lp), settings.with_duals())
+    answer = backend.run(relaxation(lp, rows), settings.with_duals())
     duals = answer.duals or {}
     floor = PRICE_FLOOR * abs(answer.objective or 0.0)
     reach = {o.gpus: o.per_level * o.highest for o in parts.offers}
@@ -205,10 +205,12 @@ def lp_prices(
     return prices, answer.objective if optimal else -math.inf
 
 
-def relaxation(lp: LinearProgram) -> LinearProgram:
+def relaxation(lp: LinearProgram, rows=None) -> LinearProgram:
     """`lp` with no integer column (a continuous column is kept as it is: a Variable is
     frozen; `dataclasses.replace` on each of the 3,090 columns of a procurement month was
-    most of this copy), its rows compiled by numpy (compile_memo, Whole programs)."""
+    most of this copy), its rows compiled by numpy (compile_memo, Whole programs), or
+    sliced from `rows` where they are its rows (solver.backends.shared_rows: the
+    month's rows compiled once)."""
     return LinearProgram(
         lp.name + "-relaxed",
         {
@@ -218,7 +220,7 @@ def relaxation(lp: LinearProgram) -> LinearProgram:
         lp.constraints,
         lp.objective,
         lp.objective_constant,
-        rows_memo=NUMPY_ROWS,
+        rows_memo=NUMPY_ROWS if rows is None else rows,
     )
 
 
@@ -482,34 +484,6 @@ class HeldPlan:
         programs = {i: lambda i=i: self._fixed(i, levels, held=held) for i in blocks}
         timed = lambda _i: LATE_BLOCK_S  # noqa: E731
         return self._run(programs, lambda _i: HELD_GAP, lambda _i: None, timed, True)
-
-
-def level_price(lp: LinearProgram, offer: Offer) -> float:
-    """What one level of `offer` costs per month: its GPUs' and its server's."""
-    price = lp.objective.get(offer.gpus, 0.0) * offer.per_level
-    return price + lp.objective.get(offer.servers or "", 0.0)
-
-
-def priced_bound(lp: LinearProgram, parts: Split, cuts: Iterable[tuple]) -> float:
-    """A lower bound on the periods program from the priced pass's cuts alone, at most
-    one a block, theta_b >= L_b - sum_(o,k) t_bok z[o,k] (`cuts`: (b, L_b, {(o, k):
-    t_bok}, ...), t_bok = lambda_bo n_o k): the master with theta_b >= 0 dropped where a
-    cut holds (a relaxation of it), which falls apart by offer,
-
-        sum_b L_b + sum_o min_k (c_o k - sum_b t_bok),    c_o = `level_price`;
-
-    a block without a cut adds its theta_b >= 0: nothing. procurement-3region's month 2
-    with the peak fleet's day choice: $112,872.63 here, its plan $112,872.64, where the
-    LP relaxation's bound is $94,100 (the relaxation's choice costs $109,918.57)."""
-    cuts = list(cuts)
-    bound = math.fsum(rhs for _, rhs, *_ in cuts)
-    for offer in parts.offers:
-        bound += min(
-            level_price(lp, offer) * k
-            - math.fsum(terms.get((offer.gpus, k), 0.0) for _, _, terms, *_ in cuts)
-            for k in offer.levels
-        )
-    return bound
 
 
 class Master:

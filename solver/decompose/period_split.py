@@ -9,11 +9,13 @@ alone (`committed_whole`) tie each offer's GPUs to its servers; a block sees y t
 its cover rows only (`gpu_cover`: committed + on_demand - used >= -existing).
 
 The blocks' known solutions (`Known`) are re-costed at other levels of the commitment:
-on demand re-set to cover what the levels leave, the rows that name it checked.
+on demand re-set to cover what the levels leave, the rows that name it checked. The
+priced pass's cuts bound the whole program alone (`priced_bound`), the master's
+relaxation by offer.
 """
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from solver.program.families.pricing import (
@@ -212,6 +214,34 @@ def _offers(lp: LinearProgram, linked: set[str], links: list[str]) -> tuple[Offe
     return tuple(offers) if named == linked else None
 
 
+def level_price(lp: LinearProgram, offer: Offer) -> float:
+    """What one level of `offer` costs per month: its GPUs' and its server's."""
+    price = lp.objective.get(offer.gpus, 0.0) * offer.per_level
+    return price + lp.objective.get(offer.servers or "", 0.0)
+
+
+def priced_bound(lp: LinearProgram, parts: Split, cuts: Iterable[tuple]) -> float:
+    """A lower bound on the periods program from the priced pass's cuts alone, at most
+    one a block, theta_b >= L_b - sum_(o,k) t_bok z[o,k] (`cuts`: (b, L_b, {(o, k):
+    t_bok}, ...), t_bok = lambda_bo n_o k): the master with theta_b >= 0 dropped where a
+    cut holds (a relaxation of it), which falls apart by offer,
+
+        sum_b L_b + sum_o min_k (c_o k - sum_b t_bok),    c_o = `level_price`;
+
+    a block without a cut adds its theta_b >= 0: nothing. procurement-3region's month 2
+    with the peak fleet's day choice: $112,872.63 here, its plan $112,872.64, where the
+    LP relaxation's bound is $94,100 (the relaxation's choice costs $109,918.57)."""
+    cuts = list(cuts)
+    bound = math.fsum(rhs for _, rhs, *_ in cuts)
+    for offer in parts.offers:
+        bound += min(
+            level_price(lp, offer) * k
+            - math.fsum(terms.get((offer.gpus, k), 0.0) for _, _, terms, *_ in cuts)
+            for k in offer.levels
+        )
+    return bound
+
+
 Levels = dict[str, int]
 """Committed GPU column -> level (servers, or GPUs where single)."""
 
@@ -268,6 +298,9 @@ class Known:
         self.touched = [self._touched(block) for block in parts.blocks]
         self.priced: dict[tuple[int, int, tuple[int, ...]], tuple | None] = {}
         """(block, known solution, levels) -> its re-costing (`_recost`)."""
+        self._cheapest: dict[tuple[int, tuple[int, ...]], tuple[int, tuple | None]] = {}
+        """(block, levels) -> (the known solutions read, the cheapest of them there):
+        solutions are only added, so `upper` reads only those added since."""
 
     def __getitem__(self, index: int) -> list[dict[str, float]]:
         """Block `index`'s known solutions."""
@@ -289,15 +322,17 @@ class Known:
 
     def upper(self, index: int, levels: Levels) -> tuple[float, dict[str, float]] | None:
         """The cheapest known solution of block `index` re-costed at `levels` (None:
-        none holds there)."""
-        best = None
+        none holds there; the first of the cheapest, in the order they were added)."""
         key = tuple(levels[o.gpus] for o in self.parts.offers)
-        for number, values in enumerate(self.solutions[index]):
+        read, best = self._cheapest.get((index, key), (0, None))
+        solutions = self.solutions[index]
+        for number in range(read, len(solutions)):
             if (index, number, key) not in self.priced:
-                self.priced[(index, number, key)] = self._recost(index, values, levels)
+                self.priced[(index, number, key)] = self._recost(index, solutions[number], levels)
             found = self.priced[(index, number, key)]
             if found is not None and (best is None or found[0] < best[0]):
                 best = found
+        self._cheapest[(index, key)] = (len(solutions), best)
         return best
 
     def _recost(self, index: int, values: dict[str, float], levels: Levels):

@@ -51,6 +51,7 @@ from dataclasses import replace
 from functools import partial
 
 from solver.backends.compile_memo import CompileMemo
+from solver.backends.shared_rows import SharedRows
 from solver.decompose.by_period import answer
 from solver.decompose.period_passes import (
     HELD_GAP,
@@ -157,21 +158,23 @@ def with_day_columns(lp: LinearProgram, values: dict[str, float]) -> dict[str, f
 
 
 def relaxed_choice(
-    lp: LinearProgram, base: dict[str, float], backend, settings
+    lp: LinearProgram, base: dict[str, float], backend, settings, rows=None
 ) -> dict[str, float] | None:
     """`base` with each configs_per_day row's choice taken from the LP relaxation of the
     program without the day rows (the hour-by-hour program, which sees the month's
     committed floor): its K configurations of the most GPU-hours, sum over periods of
     replicas@p x GPUs per replica (from the gpu_cover rows), where it runs any there;
     None where the relaxation does not end within `LP_PRICES_SHARE` of the time left, or
-    the deadline has passed (no choice is searched for then: the held fleet's is tried)."""
+    the deadline has passed (no choice is searched for then: the held fleet's is tried).
+    `rows`: the month's rows compiled once (solver.backends.shared_rows), which the
+    relaxation's rows are sliced from."""
     if expired(settings):
         return None
     free = without_day(lp)
     limit = pass_limit(settings, 1, LP_PRICES_SHARE)
     if limit is not None and limit < LP_S_PER_NONZERO * free.size()["nonzeros"]:
         return None
-    answer = backend.run(relaxation(free), settings.limited(limit).with_duals(False))
+    answer = backend.run(relaxation(free, rows), settings.limited(limit).with_duals(False))
     if not answer.termination.has_solution:
         return None
     gpus: dict[str, float] = {}  # per day column: GPU-periods the relaxation runs
@@ -240,9 +243,12 @@ def _by_day(lp, backend, settings, fleet: Fleet | None, start, solve, begin=None
     """`solve_by_day` but its last resort. The program fixed at any choice splits alike
     (a choice moves only the config_in_day rows' right-hand sides, which the split does not
     read): it is split once, at none open, and each choice's rounds take that split."""
-    parts = split(without_day(lp, {})) if day_columns(lp) else None
+    unchosen = without_day(lp, {}) if day_columns(lp) else None
+    parts = split(unchosen) if unchosen is not None else None
     if parts is None:
         return solve(lp, backend, settings, fleet, start)
+    memo = CompileMemo()  # the choices' blocks' memo, their rows sliced from one compile
+    memo.rows_from = SharedRows(unchosen)
     if begin is None:  # each choice solved in turn: no bound until it ends
         begin = partial(_in_turn, solve)
     choices: list[tuple[str, dict[str, float]]] = []
@@ -255,10 +261,10 @@ def _by_day(lp, backend, settings, fleet: Fleet | None, start, solve, begin=None
         if choice is not None and all(choice != c for _, c in choices):
             choices.append((source, choice))
     base = choices[0][1] if choices else dict.fromkeys(day_columns(lp), 0.0)
-    relaxed = relaxed_choice(lp, base, backend, settings)
+    relaxed = relaxed_choice(lp, base, backend, settings, memo.rows_from)
     if relaxed is not None and all(relaxed != c for _, c in choices):
         choices.append(("the hour-by-hour LP relaxation's", relaxed))
-    begun, memo = [], CompileMemo()  # each choice begun (the module text); their blocks' memo
+    begun = []  # each choice begun (the module text)
     for position, (source, choice) in enumerate(reversed(choices)):
         if begun and expired(settings):
             break  # the month's share is spent: the choices begun

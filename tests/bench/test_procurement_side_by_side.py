@@ -40,6 +40,18 @@ plans (optimal, $91,405.73/month, $1,489,876.47 over the horizon); growth-horizo
 17.69 s, this 17.52 s (0.991), the same plans ($26,163.20/month, $429,682.87). Most of
 procurement's cut is the cyclic garbage collector's (solver.time.collector: 1.7-1.9 s of
 in-process CPU to 0.3-0.6 s), the rest the rounds' cuts, split and day-choice copies.
+
+Measured at stop 26 (proc26 against main b13eeebf, `fleetplan solve --time-limit 1500`,
+interleaved base, this, base, this, CPU user + system; two runs of two pairs each, the
+first at load 5.5-9.8, the second at 11-13 with five engineers' suites beside it):
+procurement-3region base 23.67, 22.71, 22.40, 18.77 s (median 22.56), this 21.59, 22.95,
+20.38, 21.48 s (median 21.54): 0.955; growth-horizon base 19.43, 20.82, 21.73, 16.46 s
+(median 20.13), this 17.71, 19.92, 16.02, 18.87 s (median 18.29): 0.91. At that load a
+pair differs by up to 20% either way, so the ratios are within the noise; the parts
+changed, timed old against new on the same inputs (solver.backends.shared_rows and
+solver.time.periods._copy_into say how), add up to about 0.5 s of ~20. Every plan the
+same, JSON for JSON but for its timings (optimal, $91,405.73/month and $1,489,876.47
+over the horizon; $26,163.20 and $429,682.87), the same period solves and master rounds.
 """
 
 import json

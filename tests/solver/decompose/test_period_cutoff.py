@@ -1,5 +1,5 @@
 """A day's choice that cannot beat the plan in hand ends after its priced pass
-(solver.decompose.by_period's `cutoff`, period_passes.priced_bound, day_choice): the
+(solver.decompose.by_period's `cutoff`, period_split.priced_bound, day_choice): the
 bound by hand, its validity against the whole program's optimum, and the answer with a
 cutoff the plan already beats is the answer without one."""
 
@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from solver.backends import get_backend
 from solver.decompose import by_period
 from solver.decompose.by_period import solve_periods
-from solver.decompose.period_passes import priced_bound
-from solver.decompose.period_split import Held, Offer, Split, split
+from solver.decompose.period_split import Held, Offer, Split, priced_bound, split
 from solver.program.lp import LinearProgram, SolveResult, Termination, Variable
 from solver.time import day_choice
 from tests.solver.decompose.test_by_period import DAYS, EXACT, _base, _data, _program
