@@ -5,6 +5,7 @@ levers re-solve the hourly program, its alternatives the periods program)."""
 from cli.render.console import job_progress
 from cli.render.summary_tables import MONTH_ZERO
 from cli.render.tables import TableSpec
+from models.schema.instance import Instance
 from solver.analysis.explain import Explanation
 from solver.analysis.lever_edits import levers_for
 from solver.analysis.levers import LeverResult, LeverRun, lever_cost
@@ -36,7 +37,7 @@ class RunningLevers:
     def __init__(
         self, solved: Solved, backend: str | None, jobs: int, time_limit_s: float | None = None
     ):
-        instance = solved.instance
+        instance = run_instance(solved)
         shared = time_limit_s is None and runs_deadline(solved)
         self.progress = job_progress("levers")
         task = self.progress.add_task("", total=len(levers_for(instance)))
@@ -72,6 +73,16 @@ class RunningLevers:
             self.run.close(cancel)
         finally:
             self.progress.stop()
+
+
+def run_instance(solved: Solved) -> Instance:
+    """The solved instance with the run's time limit and gap in its `solver` section, so
+    that `--time-limit` and `--mip-gap` bound the levers as the base: a lever not sharing
+    the run's deadline (an hourly or month plan's, `runs_deadline`) gets the run's limit,
+    not the file's (a 300 s file under `--time-limit 5` gave each of 24 levers 300 s)."""
+    instance = solved.instance
+    run = {"time_limit_s": solved.settings.time_limit_s, "mip_gap": solved.settings.mip_gap}
+    return instance.model_copy(update={"solver": instance.solver.model_copy(update=run)})
 
 
 def runs_deadline(solved: Solved) -> bool:
