@@ -30,7 +30,7 @@ class RunningLevers:
     """The levers of the solved instance, re-solved `jobs` at a time from the base plan in
     worker processes, within `time_limit_s` together (None: for a static plan what is
     left of the run's time limit, so that the command ends within it; an hourly or month
-    plan's levers each within the instance's limit, `runs_deadline`), with a progress
+    plan's levers each within the run's limit, `runs_deadline`), with a progress
     bar on stderr: begun at once, so that they run beside what the caller does meanwhile
     (explain's own re-solves); `results` waits for them."""
 
@@ -92,7 +92,7 @@ def runs_deadline(solved: Solved) -> bool:
     base run, so the run's limit leaves them nothing (measured at load 4 on 2 cores:
     diurnal-chat-batch 20 of 24 levers unproven at 60 s against all but one proven in
     150 s, procurement-3region none of 20 answered at 120 s against 18 in 638 s): each
-    gets the instance's limit, as before."""
+    gets the run's limit (`--time-limit`, else the file's: `run_instance`)."""
     return solved.time_step is None
 
 
