@@ -5,6 +5,7 @@ levers re-solve the hourly program, its alternatives the periods program)."""
 from cli.render.console import job_progress
 from cli.render.summary_tables import MONTH_ZERO
 from cli.render.tables import TableSpec
+from models.schema.instance import Instance
 from solver.analysis.explain import Explanation
 from solver.analysis.lever_edits import levers_for
 from solver.analysis.levers import LeverResult, LeverRun, lever_cost
@@ -29,14 +30,14 @@ class RunningLevers:
     """The levers of the solved instance, re-solved `jobs` at a time from the base plan in
     worker processes, within `time_limit_s` together (None: for a static plan what is
     left of the run's time limit, so that the command ends within it; an hourly or month
-    plan's levers each within the instance's limit, `runs_deadline`), with a progress
+    plan's levers each within the run's limit, `runs_deadline`), with a progress
     bar on stderr: begun at once, so that they run beside what the caller does meanwhile
     (explain's own re-solves); `results` waits for them."""
 
     def __init__(
         self, solved: Solved, backend: str | None, jobs: int, time_limit_s: float | None = None
     ):
-        instance = solved.instance
+        instance = run_instance(solved)
         shared = time_limit_s is None and runs_deadline(solved)
         self.progress = job_progress("levers")
         task = self.progress.add_task("", total=len(levers_for(instance)))
@@ -74,6 +75,16 @@ class RunningLevers:
             self.progress.stop()
 
 
+def run_instance(solved: Solved) -> Instance:
+    """The solved instance with the run's time limit and gap in its `solver` section, so
+    that `--time-limit` and `--mip-gap` bound the levers as the base: a lever not sharing
+    the run's deadline (an hourly or month plan's, `runs_deadline`) gets the run's limit,
+    not the file's (a 300 s file under `--time-limit 5` gave each of 24 levers 300 s)."""
+    instance = solved.instance
+    run = {"time_limit_s": solved.settings.time_limit_s, "mip_gap": solved.settings.mip_gap}
+    return instance.model_copy(update={"solver": instance.solver.model_copy(update=run)})
+
+
 def runs_deadline(solved: Solved) -> bool:
     """Whether the levers share the run's deadline by default: a static plan's, each a
     re-solve from the base plan of about the base's own time. An hourly or month plan's
@@ -81,7 +92,7 @@ def runs_deadline(solved: Solved) -> bool:
     base run, so the run's limit leaves them nothing (measured at load 4 on 2 cores:
     diurnal-chat-batch 20 of 24 levers unproven at 60 s against all but one proven in
     150 s, procurement-3region none of 20 answered at 120 s against 18 in 638 s): each
-    gets the instance's limit, as before."""
+    gets the run's limit (`--time-limit`, else the file's: `run_instance`)."""
     return solved.time_step is None
 
 

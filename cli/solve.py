@@ -172,7 +172,7 @@ def explain(
             "even share of what is left over the levers still to end, one stopped unproven "
             "is tried again with what the others left, and a lever not proven shows its gap; "
             "default: what is left of the run's time limit after the base solve (an hourly "
-            "or month plan: each lever the instance's time limit).",
+            "or month plan: each lever the run's time limit).",
             callback=within(limits.TIME_LIMIT_S),
         ),
     ] = None,

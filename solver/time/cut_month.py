@@ -76,7 +76,7 @@ def cut_month_plan(
         return None
     offers = offer_terms(grown)
     held = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
-    day = [tuple(pools[_key(p)](p) for p in hour.pools) for hour in previous.hours]
+    day = [_weighted(tuple(pools[_key(p)](p) for p in hour.pools)) for hour in previous.hours]
     frozen = month < instance.policy.lead_time_months
     committed = {
         (o.region, o.gpu): held.get((o.region, o.gpu), 0.0)
@@ -219,6 +219,29 @@ def _grown_pools(
         return pool
 
     return {key: at(key) for key in sizes}
+
+
+def _weighted(pools: tuple[ReplicaPool, ...]) -> tuple[ReplicaPool, ...]:
+    """An hour's grown pools with their routing weights restated at their grown counts
+    (solver.readback.groups): n_p q_p(n_p) / sum n q over the pools of the workload in
+    the region. ceil(n (1 + g)) grows two pools of a region by different ratios, so the
+    month before's weights no longer hold (the verifier refused the whole month)."""
+    credit: dict[tuple[str, str], float] = {}
+    for p in pools:
+        key = (p.workload, p.region)
+        credit[key] = credit.get(key, 0.0) + p.count * (p.requests_per_s_per_replica or 0.0)
+    return tuple(
+        p.model_copy(
+            update={
+                "routing_weight": p.count
+                * (p.requests_per_s_per_replica or 0.0)
+                / credit[(p.workload, p.region)]
+            }
+        )
+        if p.routing_weight is not None and credit[(p.workload, p.region)] > 0
+        else p
+        for p in pools
+    )
 
 
 def _scaled(pool: ReplicaPool, factor: float) -> ReplicaPool:
