@@ -51,6 +51,9 @@ SHADOW_PRICE_NOTE = (
     "replica counts relaxed to continuous: the marginal $/month of one more unit of "
     "each right-hand side for this plan's layout."
 )
+NO_SHADOW_PRICES = "no shadow prices"
+"""What every shadow-price note of a plan without prices says (the pricing LP skipped or
+stopped by the time limit, a backend without duals, a month cut at the limit)."""
 
 
 def plan_status(proven: bool, mip_gap: float | None, requested_gap: float) -> str:
@@ -168,6 +171,12 @@ class Plan(BaseModel):
         if why := status_against_gap(self.status, gap):
             raise ValueError(f"status {self.status!r} {why.replace('mip_gap', 'solver.mip_gap')}")
         return self
+
+    @property
+    def priced(self) -> bool:
+        """Whether the plan's shadow prices were worked out: without them the binding rows
+        it lists are not known in full (`NO_SHADOW_PRICES`)."""
+        return NO_SHADOW_PRICES not in self.shadow_price_note
 
     @property
     def optimal(self) -> bool:

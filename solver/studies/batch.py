@@ -5,7 +5,7 @@ Each `NAME.yaml` (or `.yml`, `.json`) in the folder may have a golden file
 
 - status (optimal/feasible count as `solved`; infeasible; no_solution; bad_input),
 - cost per month, within the golden file's relative tolerance,
-- the set of binding constraint families,
+- the set of binding constraint families (where both plans state shadow prices),
 
 and requires the independent verifier to accept every plan. GPUs by type and region are
 recorded in the golden file and reported when they change, but alternative optima with
@@ -51,6 +51,7 @@ from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanReject
 from solver.plan.schema import Plan, Real, Whole
 from solver.settings import SolveSettings
 from solver.solve import solve
+from solver.studies.changes import binding_change, count_changes, gpu_changes, input_changed
 from solver.studies.fingerprint import Fingerprint, fingerprint
 from solver.verify.hours import verify_any as verify
 from solver.workers import process_pool
@@ -87,7 +88,9 @@ class Outcome(BaseModel):
     """Idle at peak over the GPUs paid (Plan.idle_fraction; None for hourly plans)."""
     gpus: dict[str, dict[str, int]] = Field(default_factory=dict)
     """{gpu: {region: GPUs used}}"""
-    binding_families: tuple[str, ...] = ()
+    binding_families: tuple[str, ...] | None = ()
+    """None where the plan states no shadow prices (`Plan.priced`): which families bind is
+    then not known, and a check does not compare them."""
     verified: bool = False
     runtime_s: float = 0.0
     """Wall time of the whole instance (loading, candidates, solve, pricing, verifier)."""
@@ -116,7 +119,8 @@ class Golden(BaseModel):
     idle_fraction: Real | None = None
     """Idle at peak over the GPUs paid, to 0.1% (None: not recorded, or an hourly plan)."""
     gpus: dict[str, dict[str, Whole]] = Field(default_factory=dict)
-    binding_families: tuple[str, ...] = ()
+    binding_families: tuple[str, ...] | None = ()
+    """None where frozen from a plan without shadow prices (not known, never compared)."""
     fingerprint: Fingerprint | None = None
     """What the golden was solved from; None in goldens frozen before it was recorded
     (unknown: never reported as changed)."""
@@ -338,7 +342,7 @@ def _solve_one(file: str, instance: Instance | None, backend: str | None, starte
         gpus_bought=sum(use.purchased for use in plan.gpus),
         idle_fraction=plan.idle_fraction,
         gpus=plan.gpus_by_type_and_region(),
-        binding_families=tuple(sorted({b.family for b in plan.binding})),
+        binding_families=tuple(sorted({b.family for b in plan.binding})) if plan.priced else None,
         verified=ok,
         runtime_s=time.monotonic() - started,
         message="" if ok else "; ".join(str(v) for v in check.violations),
@@ -492,18 +496,12 @@ def compare(outcome: Outcome, golden: Golden | None) -> Comparison:
             cheaper = relative < 0 and outcome.status == golden.status and outcome.verified
             (improvements if cheaper else regressions).append(line)
     if outcome.status == golden.status == "solved":
-        added = sorted(set(outcome.binding_families) - set(golden.binding_families))
-        removed = sorted(set(golden.binding_families) - set(outcome.binding_families))
-        if added or removed:
-            regressions.append(
-                "binding families changed:"
-                + (f" now binding {', '.join(added)}" if added else "")
-                + (f" no longer binding {', '.join(removed)}" if removed else "")
-            )
-        for gpu, region, before, after in _gpu_changes(golden.gpus, outcome.gpus):
+        if moved := binding_change(outcome, golden):
+            regressions.append(moved)
+        for gpu, region, before, after in gpu_changes(golden.gpus, outcome.gpus):
             notes.append(f"{gpu} in {region}: {before} -> {after} GPUs")
-        notes += _count_changes(outcome, golden)
-    changed = _input_changed(outcome, golden)
+        notes += count_changes(outcome, golden)
+    changed = input_changed(outcome, golden)
     if ending is not None and not expected:
         verdict = ending
     elif outcome.status == "solved" and not outcome.verified:
@@ -522,43 +520,6 @@ def compare(outcome: Outcome, golden: Golden | None) -> Comparison:
         improvements=tuple(improvements),
         input_changed=changed,
         verdict=verdict,
-    )
-
-
-IDLE_NOTE = 0.001
-"""A change of the idle fraction (over the GPUs paid) noted against the golden: 0.1%,
-the precision it is frozen at."""
-
-
-def _count_changes(outcome: Outcome, golden: Golden) -> list[str]:
-    """Notes on GPUs bought and the idle share moving against a golden that records them
-    (not regressions on their own: an alternative optimum may buy other servers)."""
-    notes = []
-    bought = (golden.gpus_bought, outcome.gpus_bought)
-    if None not in bought and bought[0] != bought[1]:
-        notes.append(f"GPUs bought: {golden.gpus_bought} -> {outcome.gpus_bought}")
-    idle = (golden.idle_fraction, outcome.idle_fraction)
-    if idle[0] is not None and idle[1] is not None and abs(idle[1] - idle[0]) > IDLE_NOTE:
-        notes.append(
-            f"idle at peak: {golden.idle_fraction:.1%} -> {outcome.idle_fraction:.1%} "
-            "of the GPUs paid"
-        )
-    return notes
-
-
-def _input_changed(outcome: Outcome, golden: Golden) -> str:
-    """The line naming what changed since the golden was solved ("" when nothing did, or
-    either side's fingerprint is unknown)."""
-    if outcome.fingerprint is None or golden.fingerprint is None:
-        return ""
-    parts = outcome.fingerprint.changes_from(golden.fingerprint)
-    if not parts:
-        return ""
-    was, now = golden.fingerprint, outcome.fingerprint
-    said = [f"version {was.version} -> {now.version}" if p == "version" else p for p in parts]
-    return (
-        f"input changed since the golden was frozen: {', '.join(said)}; a difference may "
-        "be the new input's answer (check the plan, then --update)"
     )
 
 
@@ -583,17 +544,3 @@ def write_golden(instance_file: Path, outcome: Outcome) -> Path:
         text = json.dumps(golden.model_dump(mode="json"), indent=2) + "\n"
         write_text(path, text, (instance_file,))
     return path
-
-
-def _gpu_changes(
-    before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]
-) -> list[tuple[str, str, int, int]]:
-    changes = []
-    for gpu in sorted(set(before) | set(after)):
-        regions = set(before.get(gpu, {})) | set(after.get(gpu, {}))
-        for region in sorted(regions):
-            old = before.get(gpu, {}).get(region, 0)
-            new = after.get(gpu, {}).get(region, 0)
-            if old != new:
-                changes.append((gpu, region, old, new))
-    return changes

@@ -70,6 +70,33 @@ def test_status_and_binding_family_changes_are_regressions():
     assert "now binding gpu_supply" in line and "no longer binding demand" in line
 
 
+def test_binding_families_of_a_plan_without_shadow_prices_are_not_compared():
+    # The time limit skipped pricing on one side (sweep26: an hourly 3 x 3 at --time-limit 5
+    # frozen unpriced with [] read "binding families changed" against the same $19,651.60
+    # plan priced): which families bind is not known there, so nothing is compared.
+    priced = _outcome()
+    unpriced = _outcome(binding_families=None)
+    assert compare(unpriced, Golden.of(priced)).ok
+    frozen_unpriced = Golden.of(unpriced)
+    assert frozen_unpriced.binding_families is None
+    assert compare(priced, frozen_unpriced).verdict is Verdict.OK
+    # both priced: still compared
+    assert not compare(_outcome(binding_families=("capacity",)), Golden.of(priced)).ok
+
+
+def test_every_unpriced_note_says_so_and_the_plan_reads_unpriced():
+    from solver.plan.schema import NO_SHADOW_PRICES, SHADOW_PRICE_NOTE, Plan
+    from solver.solve import PRICING_TIMED_OUT
+    from solver.time.prices import PRICED_NOTE, UNPRICED_NOTE
+
+    for note in (PRICING_TIMED_OUT, UNPRICED_NOTE.format("time_limit")):
+        assert NO_SHADOW_PRICES in note
+    for note in (SHADOW_PRICE_NOTE, PRICED_NOTE, ""):
+        assert NO_SHADOW_PRICES not in note
+    assert not Plan.model_construct(shadow_price_note=PRICING_TIMED_OUT).priced
+    assert Plan.model_construct(shadow_price_note=SHADOW_PRICE_NOTE).priced
+
+
 def test_gpu_moves_at_equal_cost_are_notes_not_regressions():
     golden = Golden.of(_outcome())
     moved = compare(_outcome(gpus={"h100-sxm": {"us-west": 8}}), golden)
