@@ -1,0 +1,102 @@
+"""The cover held at the regions' own plans (solver.decompose.region_lns.region_cover), the
+floored plan's fallback on it (solver.decompose.region_join._cheaper), and the cover
+within bounds that close pools (solver.decompose.cover)."""
+
+import pytest
+
+from solver.decompose.cover import covering_plan
+from solver.decompose.region_join import _cheaper
+from solver.decompose.region_lns import held_at_own, region_cover
+from solver.program.build import with_bounds
+from solver.program.lp import Sense, SolveResult, Termination, plan_of
+from tests.solver.decompose.test_cover import _one_pool
+
+
+def test_the_regions_pool_is_held_and_the_other_configuration_closed():
+    """The regions chose A at 4 replicas: A is held at 4 or more and open, B (the other
+    configuration of the one-configuration phase) closed."""
+    lp = _one_pool()
+    held = held_at_own(lp, {"replicas[w,A,r]": 4.0, "purchased[r,g1]": 8.0})
+    assert held == {
+        "replicas[w,A,r]": (4.0, 64),
+        "pool_used[w,A,r]": (1.0, 1.0),
+        "pool_used[w,B,r]": (0.0, 0.0),
+        "replicas[w,B,r]": (0.0, 0.0),
+    }
+
+
+def test_the_held_cover_keeps_the_regions_choice_by_hand():
+    """Alone the cover takes B (2 replicas, one server of 4 g2 at $120: $480,
+    tests/solver/decompose/test_cover.py). Held at the regions' A with 5 replicas (one
+    more than the ceil(10 / 3) = 4 it needs): 5 GPUs of g1, one server of 8 at $100:
+    $800, A kept at 5 and B closed; a plan of the whole program."""
+    lp = _one_pool()
+    cover = region_cover(lp, {"replicas[w,A,r]": 5.0})
+    assert cover is not None and plan_of(lp, cover.values)
+    assert cover.values["replicas[w,A,r]"] == 5 and cover.values["replicas[w,B,r]"] == 0
+    assert cover.values["servers[r,g1]"] == 1 and cover.values["servers[r,g2]"] == 0
+    assert cover.cost == pytest.approx(800.0)
+    assert cover.bound is None  # the held program's bound is no bound on the whole
+
+
+def test_no_held_cover_without_a_regions_pool_or_against_the_callers_bounds():
+    """Regions without a plan name no pool: nothing to hold. A pool the caller's bounds
+    close (A at most 0) cannot be held at the regions' 4."""
+    lp = _one_pool()
+    assert region_cover(lp, {}) is None
+    assert region_cover(lp, {"replicas[w,A,r]": 4.0}, {"replicas[w,A,r]": (0.0, 0.0)}) is None
+
+
+def test_the_floored_plan_or_the_held_cover_whichever_is_cheaper():
+    """The held cover of A costs $800. A floored plan at B's $480 is kept; none in time
+    (or a dearer one, 9 servers of A: $7,200) leaves the held cover."""
+    lp = _one_pool()
+    cover = region_cover(lp, {"replicas[w,A,r]": 4.0})
+    b_plan = {name: 0.0 for name in lp.variables}
+    b_plan |= {"served[none,w,r,r]": 10.0, "replicas[w,B,r]": 2.0, "pool_used[w,B,r]": 1.0}
+    b_plan |= {"purchased[r,g2]": 4.0, "servers[r,g2]": 1.0}
+    assert plan_of(lp, b_plan) and lp.objective_value(b_plan) == pytest.approx(480.0)
+    found = SolveResult(Termination.FEASIBLE, "highs", "1", 1.0, 480.0, b_plan)
+    assert _cheaper(lp, found, cover) == b_plan
+    stopped = SolveResult(Termination.TIME_LIMIT, "highs", "1", 1.0)
+    assert _cheaper(lp, stopped, cover) == cover.values
+    assert _cheaper(lp, None, cover) == cover.values
+    dear = {**cover.values, "purchased[r,g1]": 72.0, "servers[r,g1]": 9.0}
+    assert lp.objective_value(dear) == pytest.approx(7200.0)
+    dearer = SolveResult(Termination.FEASIBLE, "highs", "1", 1.0, 7200.0, dear)
+    assert _cheaper(lp, dearer, cover) == cover.values
+    assert _cheaper(lp, stopped, None) is None
+
+
+def _with_a_failover_row(lp):
+    """`_one_pool` with a failover (Hall) row 3 A + 6 C >= 30: C, one GPU of g3 in r2
+    ($50 a GPU, servers of 8), a pool of no capacity row (no users of w in r2)."""
+    replicas = lp.add_variable("replicas[w,C,r2]", upper=64, integer=True)
+    bought = lp.add_variable("purchased[r2,g3]")
+    servers = lp.add_variable("servers[r2,g3]", integer=True)
+    lp.add_objective({bought: 50.0})
+    purchase = {bought: 1.0, replicas: -1.0}
+    lp.add_constraint("purchase[r2,g3]", "purchase", purchase, Sense.GE, 0.0)
+    whole = {bought: 1.0, servers: -8.0}
+    lp.add_constraint("whole_servers[r2,g3]", "whole_servers", whole, Sense.EQ, 0.0)
+    hall = {"replicas[w,A,r]": 3.0, replicas: 6.0}
+    lp.add_constraint("hall[lose=r3,w,0]", "hall", hall, Sense.GE, 30.0)
+    return lp
+
+
+def test_a_pool_its_bounds_close_is_never_raised():
+    """The Hall row asks 3 A + 6 C >= 30. Open, C carries it: 5 replicas, one server of 8
+    g3 at $50 ($400). Closed by the caller's bounds (C at 0), A is raised to 30 / 3 = 10
+    replicas: 10 GPUs of g1, two servers of 8, $1,600 (B, the phase's other
+    configuration, is closed too); a plan within the bounds."""
+    lp = _with_a_failover_row(_one_pool())
+    cover = covering_plan(lp)
+    assert cover is not None and cover.values["replicas[w,C,r2]"] == 5
+    closed = {"replicas[w,C,r2]": (0.0, 0.0), "replicas[w,B,r]": (0.0, 0.0)}
+    closed |= {"pool_used[w,B,r]": (0.0, 0.0)}
+    held = with_bounds(lp, closed)
+    cover = covering_plan(held)
+    assert cover is not None and plan_of(held, cover.values)
+    assert cover.values["replicas[w,C,r2]"] == 0 and cover.values["replicas[w,A,r]"] == 10
+    assert cover.values["servers[r,g1]"] == 2
+    assert cover.cost == pytest.approx(1600.0)
