@@ -397,8 +397,14 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "models.schema models.physics models.operations models.colocation "
         "solver.settings solver.errors solver.candidates solver.program solver.backends "
         "solver.decompose solver.colocation solver.readback solver.time solver.verify "
-        "solver.analysis solver.plan solver.stages solver.background",
+        "solver.analysis solver.plan solver.stages solver.background solver.simplicity",
         "the pipeline: sequences every stage, for every horizon",
+    ),
+    "solver.simplicity": _contract(
+        "models.schema solver.settings solver.candidates solver.program solver.backends "
+        "solver.decompose solver.readback solver.plan",
+        "what the limit on configurations per pool costs: the instance solved again with it "
+        "lifted, read back to its cost",
     ),
     "solver.stages": _contract(
         "models.schema solver.settings solver.errors solver.candidates solver.program "
