@@ -8,7 +8,7 @@ from solver.decompose.cover import covering_plan
 from solver.decompose.region_join import _cheaper
 from solver.decompose.region_lns import held_at_own, region_cover
 from solver.program.build import with_bounds
-from solver.program.lp import Sense, SolveResult, Termination, plan_of
+from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, plan_of
 from tests.solver.decompose.test_cover import _one_pool
 
 
@@ -100,3 +100,51 @@ def test_a_pool_its_bounds_close_is_never_raised():
     assert cover.values["replicas[w,C,r2]"] == 0 and cover.values["replicas[w,A,r]"] == 10
     assert cover.values["servers[r,g1]"] == 2
     assert cover.cost == pytest.approx(1600.0)
+
+
+def _two_pools() -> LinearProgram:
+    """Two workloads in one region, 4 requests/s each, a replica one GPU carrying 1
+    request/s: a on g1 ($100 a GPU) or g3 ($120), b on g2 ($100) or g3; servers of 8 of
+    every type, one configuration per pool."""
+    lp = LinearProgram("two-pools")
+    bought = {gpu: lp.add_variable(f"purchased[r,{gpu}]") for gpu in ("g1", "g2", "g3")}
+    buys: dict[str, dict[str, float]] = {gpu: {name: 1.0} for gpu, name in bought.items()}
+    for gpu, price in (("g1", 100.0), ("g2", 100.0), ("g3", 120.0)):
+        servers = lp.add_variable(f"servers[r,{gpu}]", integer=True)
+        lp.add_objective({bought[gpu]: price})
+        whole = {bought[gpu]: 1.0, servers: -8.0}
+        lp.add_constraint(f"whole_servers[r,{gpu}]", "whole_servers", whole, Sense.EQ, 0.0)
+    for workload, gpus in (("a", ("g1", "g3")), ("b", ("g2", "g3"))):
+        served = lp.add_variable(f"served[none,{workload},r,r]")
+        lp.add_constraint(f"demand[none,{workload},r]", "demand", {served: 1.0}, Sense.EQ, 4.0)
+        credit, used = {served: -1.0}, {}
+        for gpu in gpus:
+            key = f"{workload}{gpu}"
+            replicas = lp.add_variable(f"replicas[{workload},{key},r]", upper=64, integer=True)
+            used[key] = lp.add_variable(f"pool_used[{workload},{key},r]", upper=1, integer=True)
+            credit[replicas] = 1.0
+            buys[gpu][replicas] = -1.0
+            opened = {replicas: 1.0, used[key]: -64.0}
+            lp.add_constraint(f"pool_open[{workload},{key},r]", "pool_open", opened, Sense.LE, 0.0)
+        capacity = f"capacity[none,{workload},r,unified]"
+        lp.add_constraint(capacity, "capacity", credit, Sense.GE, 0.0)
+        one = {name: 1.0 for name in used.values()}
+        row = f"configs_per_pool[{workload},r,unified]"
+        lp.add_constraint(row, "configs_per_pool", one, Sense.LE, 1.0)
+    for gpu, terms in buys.items():
+        lp.add_constraint(f"purchase[r,{gpu}]", "purchase", terms, Sense.GE, 0.0)
+    return lp
+
+
+def test_the_cover_packs_a_regions_pools_into_fewer_servers_by_hand():
+    """Each pool alone: a on g1 ($400 of GPUs) and b on g2 ($400), one server of each:
+    2 x 8 x $100 = $1,600; moving either alone to g3 buys a g3 server ($960) and gives
+    back one of $800 (+$160), so the passes keep them. Both on g3 (the start of one type,
+    g3): 8 GPUs, one server, 8 x $120 = $960."""
+    lp = _two_pools()
+    cover = covering_plan(lp)
+    assert cover is not None and plan_of(lp, cover.values)
+    assert cover.values["replicas[a,ag3,r]"] == 4 and cover.values["replicas[b,bg3,r]"] == 4
+    assert cover.values["servers[r,g3]"] == 1
+    assert cover.values["servers[r,g1]"] == 0 and cover.values["servers[r,g2]"] == 0
+    assert cover.cost == pytest.approx(960.0)
