@@ -98,6 +98,10 @@ COVER = True
 """Whether a region (or the whole) whose programs the clock stopped before a plan takes
 the cover built without a solver (`covered`); off, the bench's `before`
 (tests/bench/test_tight_limits_bench.py)."""
+HELD_COVER = True
+"""Whether `by_region` keeps the cover held at the regions' own plans where the floored
+program finds none cheaper by the deadline (solver.decompose.region_lns.region_cover); off,
+the bench's `before` (tests/bench/test_short_limits_bench.py)."""
 BOUND_SHARE = 0.5
 """Share of the time up to the deadline the regions' own programs (the bound) may take."""
 
@@ -369,7 +373,11 @@ def by_region(
     held = {**removed, **(bounds or {})}
     # the cover held at the regions' plans: the plan where the floored program finds
     # none cheaper by the deadline (solver.decompose.region_lns.region_cover)
-    cover = region_cover(program.lp, found.own, held) if COVER and KEEP_STOPPED else None
+    cover = None
+    if HELD_COVER and COVER and KEEP_STOPPED:
+        cover = region_cover(program.lp, found.own, held)
+    elif time.monotonic() >= deadline:
+        return None
     added = None
     if time.monotonic() < deadline:
         lp = floored(program, found.own, held)
