@@ -238,7 +238,7 @@ def _solve_table(
     step.check_size()
     solve_settings = solving(settings)  # the rest of the limit prices and checks the plan
     try:
-        step.build(backend, solve_settings)
+        solve_settings = build_timed(step, backend, solve_settings, settings, not horizon.in_time)
         horizon.checked(settings, step.build_stage, step.built_late)  # or past it (Horizon)
         optimised = step.optimise(backend, solve_settings)
     finally:

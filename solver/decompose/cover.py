@@ -200,7 +200,7 @@ def covering_plan(lp: LinearProgram) -> Cover | None:
         chosen = _chosen(fleet, options, cost_of, rounded_first)
         if chosen is None:
             continue
-        if not rounded_first:
+        if PACKED and not rounded_first:
             chosen = _packed(fleet, options, cost_of, chosen)
         values = dict(routed)
         for _, pool, count in chosen.values():
@@ -251,6 +251,9 @@ def _pool_of(name: str) -> tuple[str, ...] | None:
 
 IMPROVING_PASSES = 3
 """Passes re-choosing each pool's configuration with the others held, after the first."""
+PACKED = True
+"""Whether the sizing is re-chosen region by region from starts on one or two GPU types
+(`_packed`); off, the bench's `before` (tests/bench/test_short_limits_bench.py)."""
 
 
 class _Fleet:
