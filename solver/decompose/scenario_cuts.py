@@ -52,26 +52,6 @@ MAX_ROUNDS = 200
 """Integer rounds before the loop gives up (each adds at least one new row)."""
 
 
-LP_ROUNDS_SHARE = 0.25
-"""Share of the solve's time left when they start that the LP rounds may take (step 2):
-the rest is the integer rounds' (the regions' programs, the cover). Measured on the
-10 x 20 x 6 region-loss instance at the defaults at a 30 s limit on a loaded machine, the
-LP rounds added no row and took 9.4 s of the 13 s the solve had left (2.5 s of CPU),
-leaving the regions' programs too little to find a plan; at idle they take ~1-2 s, well
-inside this share of a 60 s limit."""
-
-
-def lp_share(settings: SolveSettings) -> SolveSettings:
-    """`settings` with the deadline moved to `LP_ROUNDS_SHARE` of the time left (the same
-    settings without a deadline or a limit)."""
-    deadline = settings.deadline
-    if deadline is None or deadline.limit_s is None:
-        return settings
-    now = deadline.elapsed_s()
-    left = max(deadline.limit_s - now, 0.0)
-    return replace(settings, deadline=replace(deadline, limit_s=now + LP_ROUNDS_SHARE * left))
-
-
 def applies(instance: Instance) -> bool:
     """Whether `scenario_rows: cuts` is exact for the instance: a failure policy that
     reroutes (region or zone loss) and no shared groups."""
@@ -128,7 +108,7 @@ def solve_by_cuts(
     added = sum(add_hall_row(lp, credit, cut) is not None for cut in seed_cuts(program.sets))
     quiet = settings.with_duals(False)
     found, lp_rounds, infeasible, lp_bound = _lp_rounds(
-        program, backend, lp_share(quiet), credit, bounds or {}
+        program, backend, quiet, credit, bounds or {}
     )
     added += found
     if infeasible is not None:

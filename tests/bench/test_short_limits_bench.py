@@ -4,20 +4,17 @@ this stop's changes, side by side in one process, A B A B. Run by `make bench` o
 `make test`); no timed assertions.
 
 `before`: the solve runs to `SOLVE_SHARE` of the limit whatever the program's size
-(`AFTER_PER_BUILD` 0 in solver.stages), the cut loop's LP rounds may take all of it
-(`LP_ROUNDS_SHARE` 1 in solver.decompose.scenario_cuts), and the regions' stage returns
-nothing where the floored program found no plan (`HELD_COVER` off in
-solver.decompose.region_join), and the cover's sizing is its greedy alone (`PACKED` off in
-solver.decompose.cover). `after`: the solve ends 4 x the build's seconds before the
-limit where that comes first, the LP rounds take at most a quarter of the solve's time,
+(`AFTER_PER_BUILD` 0 in solver.stages), the regions' stage returns nothing where the
+floored program found no plan (`HELD_COVER` off in solver.decompose.region_join), and
+the cover's sizing is its greedy alone (`PACKED` off in solver.decompose.cover).
+`after`: the solve ends 4 x the build's seconds before the limit where that comes first,
 the cover held at the regions' own plans is the plan where the floored program has none
-cheaper, and the cover's sizing is re-chosen region by region from one or two GPU types.
-Each row: cost, stated gap, wall seconds of `solve_program` (the report's rendering not
-included), and after / before ratios of cost, gap and wall for the pair.
+cheaper, and the cover's sizing is re-chosen region by region from starts on one GPU
+type each. Each row: cost, stated gap, wall seconds of `solve_program` (the report's
+rendering not included), and after / before ratios of cost, gap and wall for the pair.
 
-Measured (stop 26, 2 cores shared by ~8 engineers, load 5-9: wall times are the load's as
-much as the code's; the candidate table alone took 5-15 s of a 5-30 s limit, so these
-rows are the stages after it): see the branch's report.
+Measured: see the branch's report (stop 26; 2 cores shared by ~8 engineers, load 5-14:
+wall times are the load's as much as the code's).
 """
 
 import time
@@ -26,7 +23,6 @@ import pytest
 
 import solver.decompose.cover as cover
 import solver.decompose.region_join as region_join
-import solver.decompose.scenario_cuts as scenario_cuts
 import solver.stages as stages
 from models.io.loading import validate_instance
 from solver.errors import NoSolution
@@ -39,10 +35,10 @@ LIMITS_S = [5.0, 15.0, 30.0, 60.0]
 REPEATS = 2
 MIP_GAP = 1e-3
 SIDES = {
-    "before": (0.0, 1.0, False),
-    "after": (stages.AFTER_PER_BUILD, scenario_cuts.LP_ROUNDS_SHARE, True),
+    "before": (0.0, False),
+    "after": (stages.AFTER_PER_BUILD, True),
 }
-"""side -> (AFTER_PER_BUILD, LP_ROUNDS_SHARE, HELD_COVER and cover.PACKED)."""
+"""side -> (AFTER_PER_BUILD, HELD_COVER and cover.PACKED)."""
 ROWS: list[tuple] = []
 
 
@@ -81,9 +77,8 @@ def test_short_limit_before_and_after(seed, limit_s, monkeypatch):
     inst = _instance(seed)
     for _ in range(REPEATS):
         pair = {}
-        for side, (after_s, lp_share, held) in SIDES.items():
+        for side, (after_s, held) in SIDES.items():
             monkeypatch.setattr(stages, "AFTER_PER_BUILD", after_s)
-            monkeypatch.setattr(scenario_cuts, "LP_ROUNDS_SHARE", lp_share)
             monkeypatch.setattr(region_join, "HELD_COVER", held)
             monkeypatch.setattr(cover, "PACKED", held)
             pair[side] = result, cost, gap, wall_s = _solve(inst, limit_s)

@@ -1,12 +1,10 @@
 """The solve's deadline moved earlier to keep the stages after it their time
-(solver.stages.kept_after), and the LP rounds' share of the solve
-(solver.decompose.scenario_cuts.lp_share)."""
+(solver.stages.kept_after)."""
 
 import time
 
 import pytest
 
-from solver.decompose.scenario_cuts import LP_ROUNDS_SHARE, lp_share
 from solver.settings import SolveSettings
 from solver.stages import kept_after, solving
 
@@ -33,14 +31,3 @@ def test_no_limit_keeps_the_solve_as_it_is():
     run = _run(None)
     assert kept_after(run, solving(run), 4.0) == solving(run)
     assert kept_after(run, solving(run), 4.0).deadline.limit_s is None
-
-
-def test_the_lp_rounds_take_their_share_of_what_is_left():
-    """2 s into a solve stopping at 10 s: 8 s left, the LP rounds stop at
-    2 + 0.25 x 8 = 4 s. Without a limit, nothing moves."""
-    solve = _run(10.0, elapsed_s=2.0)
-    rounds = lp_share(solve)
-    assert LP_ROUNDS_SHARE == 0.25
-    assert rounds.deadline.limit_s == pytest.approx(4.0, abs=0.05)
-    assert rounds.deadline.start == solve.deadline.start
-    assert lp_share(_run(None)).deadline.limit_s is None
