@@ -371,19 +371,18 @@ def by_region(
     # except in a re-solve from a start, as in solver.decompose.by_workload.optimise
     removed = config_bounds(program, bounds) if settings.start is None else {}
     held = {**removed, **(bounds or {})}
-    # the cover held at the regions' plans: the plan where the floored program finds
-    # none cheaper by the deadline (solver.decompose.region_lns.region_cover)
-    cover = None
-    if HELD_COVER and COVER and KEEP_STOPPED:
-        cover = region_cover(program.lp, found.own, held)
-    elif time.monotonic() >= deadline:
-        return None
     added = None
     if time.monotonic() < deadline:
         lp = floored(program, found.own, held)
         start = found.own if backend.capabilities.warm_start and KEEP_STOPPED else None
         left = settings.limited(_left_s(deadline)).with_duals(False)
         added = backend.run(lp, left, start=start)
+    # where the clock stopped the floored program (or left it no time), the cover held at
+    # the regions' plans, whichever is cheaper (solver.decompose.region_lns.region_cover);
+    # a floored program that ended by itself is as before
+    cover = None
+    if HELD_COVER and COVER and KEEP_STOPPED and (added is None or _stopped(added)):
+        cover = region_cover(program.lp, found.own, held)
     values = _cheaper(program.lp, added, cover)
     if values is None:
         return None
@@ -421,6 +420,12 @@ def by_region(
         search_stopped=searched is not None and searched.stopped,
     )
     return replace(optimised, result=replace(result, message=optimised.description))
+
+
+def _stopped(result: SolveResult) -> bool:
+    """Whether the clock (or another limit) stopped `result`'s program: no plan, or one not
+    proved within its gap."""
+    return not result.termination.has_solution or result.termination is not Termination.OPTIMAL
 
 
 def _cheaper(

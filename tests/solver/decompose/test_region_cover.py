@@ -5,7 +5,7 @@ within bounds that close pools (solver.decompose.cover)."""
 import pytest
 
 from solver.decompose.cover import covering_plan
-from solver.decompose.region_join import _cheaper
+from solver.decompose.region_join import _cheaper, _stopped
 from solver.decompose.region_lns import held_at_own, region_cover
 from solver.program.build import with_bounds
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, plan_of
@@ -66,6 +66,9 @@ def test_the_floored_plan_or_the_held_cover_whichever_is_cheaper():
     dearer = SolveResult(Termination.FEASIBLE, "highs", "1", 1.0, 7200.0, dear)
     assert _cheaper(lp, dearer, cover) == cover.values
     assert _cheaper(lp, stopped, None) is None
+    # the held cover is only built where the floored program was stopped (or not run)
+    proved = SolveResult(Termination.OPTIMAL, "highs", "1", 1.0, 480.0, b_plan)
+    assert not _stopped(proved) and _stopped(found) and _stopped(stopped)
 
 
 def _with_a_failover_row(lp):
