@@ -99,8 +99,8 @@ COVER = True
 the cover built without a solver (`covered`); off, the bench's `before`
 (tests/bench/test_tight_limits_bench.py)."""
 HELD_COVER = True
-"""Whether `by_region` keeps the cover held at the regions' own plans where the floored
-program finds none cheaper by the deadline (solver.decompose.region_lns.region_cover); off,
+"""Whether `by_region` builds the cover held at the regions' own plans where the clock
+stopped the floored program, and keeps the cheaper (solver.decompose.region_lns.region_cover); off,
 the bench's `before` (tests/bench/test_short_limits_bench.py)."""
 BOUND_SHARE = 0.5
 """Share of the time up to the deadline the regions' own programs (the bound) may take."""
