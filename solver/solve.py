@@ -48,7 +48,7 @@ from solver.backends import Backend, get_backend
 from solver.background import in_background
 from solver.candidates.pools import PoolCurve, assess_pools, shared_physics
 from solver.candidates.size_check import check_program_size
-from solver.candidates.table import CandidateTable, build_candidates
+from solver.candidates.table import CandidateTable
 from solver.colocation.groups import GroupTable
 from solver.colocation.templates import TemplateMemo
 from solver.colocation.tiering import search_report, tiering_report
@@ -63,7 +63,6 @@ from solver.decompose.scenario_cuts import (
 )
 from solver.decompose.workload_parts import PartSolves, start_by_workload
 from solver.errors import Diagnosis, Infeasible, NoSolution, SolveError
-from solver.plan.records import SimplicityCost
 from solver.plan.schema import Plan
 from solver.plan.summary import buyer_summary
 from solver.program.build import FleetProgram, build_program
@@ -73,10 +72,19 @@ from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.program.row_names import ReplicasColumn, family_of
 from solver.program.sets import ProgramSets
-from solver.readback.assign import chosen_sizes, gpu_use, integral, read_plan, replica_counts
+from solver.readback.assign import chosen_sizes, read_plan, replica_counts
 from solver.readback.pricing import credited_program, priced_rows, pricing_program
 from solver.settings import PRICING_BACKEND, PRICING_SHARE, SolveSettings, TimeLimitReached
-from solver.stages import ProgramStep, candidate_table, ready_backend, solution, solving, verified
+from solver.simplicity import simplicity_cost
+from solver.stages import (
+    ProgramStep,
+    build_timed,
+    candidate_table,
+    ready_backend,
+    solution,
+    solving,
+    verified,
+)
 from solver.time.horizon import Horizon
 from solver.verify.fleet import verify
 from solver.verify.verdict import Verification
@@ -230,7 +238,7 @@ def _solve_table(
     step.check_size()
     solve_settings = solving(settings)  # the rest of the limit prices and checks the plan
     try:
-        step.build(backend, solve_settings)
+        solve_settings = build_timed(step, backend, solve_settings, settings, not horizon.in_time)
         horizon.checked(settings, step.build_stage, step.built_late)  # or past it (Horizon)
         optimised = step.optimise(backend, solve_settings)
     finally:
@@ -566,35 +574,3 @@ def _hourly_tiering(instance: Instance, plan: Plan, program) -> Plan:
     if not groups.templates and not instance.policy.colocation:
         return plan
     return with_tiering(instance, plan, groups, None)
-
-
-def simplicity_cost(
-    instance: Instance,
-    plan: Plan,
-    settings: SolveSettings,
-    table: CandidateTable | None = None,
-) -> SimplicityCost | None:
-    """What policy.max_configs_per_pool costs: the same instance solved with the limit
-    lifted (None when there is no limit); `explain` reports it (a second solve, kept out
-    of `solve`). The unlimited plan is not verified or priced;
-    only its cost and its number of pools are read. Not found within the time limit:
-    its cost is None."""
-    limit = instance.policy.max_configs_per_pool
-    if limit is None or plan.cost_per_month is None:
-        return None
-    policy = instance.policy.model_copy(update={"max_configs_per_pool": None})
-    lifted = instance.model_copy(update={"policy": policy})
-    # The candidates do not depend on the limit: reuse the plan's table when given.
-    table = build_candidates(lifted, settings) if table is None else table
-    program = build_program(lifted, table, settings=settings)
-    result = optimise(program, get_backend(settings.backend), settings).result
-    if not result.termination.has_solution:
-        return SimplicityCost(
-            max_configs_per_pool=limit, cost_per_month_unlimited=None, extra_cost_per_month=None
-        )
-    values = integral(program, result.values)
-    counts = replica_counts(program.sets, values)
-    unlimited = sum(use.cost_per_month for use in gpu_use(program.sets, counts))
-    return SimplicityCost.against(
-        limit, plan.cost_per_month, len(plan.replicas), unlimited, len(counts)
-    )

@@ -397,8 +397,14 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "models.schema models.physics models.operations models.colocation "
         "solver.settings solver.errors solver.candidates solver.program solver.backends "
         "solver.decompose solver.colocation solver.readback solver.time solver.verify "
-        "solver.analysis solver.plan solver.stages solver.background",
+        "solver.analysis solver.plan solver.stages solver.background solver.simplicity",
         "the pipeline: sequences every stage, for every horizon",
+    ),
+    "solver.simplicity": _contract(
+        "models.schema solver.settings solver.candidates solver.program solver.backends "
+        "solver.decompose solver.readback solver.plan",
+        "what the limit on configurations per pool costs: the instance solved again with it "
+        "lifted, read back to its cost",
     ),
     "solver.stages": _contract(
         "models.schema solver.settings solver.errors solver.candidates solver.program "
@@ -498,9 +504,12 @@ MAX_MODULE_LINES = 600
 SIZED = (*PACKAGES, "calibration")
 """Whose modules the size limits hold: the installed packages and the calibration tool."""
 
-BEING_SPLIT: set[str] = set()
+BEING_SPLIT: set[str] = {"solver/decompose/cover.py"}
 """Modules over the line limit today, each being split; one that drops under the limit
-leaves this set, so that the set stays the list of what is still to split."""
+leaves this set, so that the set stays the list of what is still to split. cover.py (646
+lines, stop 26: its sizing's packing by GPU type) splits once solver/decompose has a free
+module (it holds twenty): its bound (`_bounds`, `_pool_bound`, `_one_config_pools`,
+`bounds_by_region`, ~100 lines) reads the cover's rows and can stand alone."""
 
 
 def _line_counts() -> dict[str, int]:

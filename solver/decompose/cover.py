@@ -23,12 +23,11 @@ and the values are checked against every row and bound of the program
 (solver.program.lp.plan_of): a program with a family the cover does not value gets no
 cover rather than a wrong one.
 
-Its bound, region by region (`_bounds`): each pool's cheapest configuration's fewest
-replicas for the loads without a routing choice (the scenario without failover), less
-the existing GPUs at their price. Measured: 20 x 30 x 6 without failover at an 18 s limit
-exited 4; now a plan 1.054 x the optimum ($2,122,957 against $2,013,924, gap stated 8.8%).
-Small generated instances: 1.0-1.06 x without failover, 1.2-1.4 x with region or zone loss.
-"""
+Its bound, region by region (`_bounds`): each pool's cheapest configuration's fewest replicas
+for the loads without a routing choice (the scenario without failover), less the existing GPUs
+at their price. Measured: 20 x 30 x 6 without failover, 18 s limit: a plan 1.054 x the optimum
+(gap stated 8.8%). Small generated instances: 1.0-1.06 x without failover, 1.2-1.4 x with region
+or zone loss. A pool its bounds close is never raised."""
 
 import math
 from collections import defaultdict
@@ -53,9 +52,9 @@ UNCREDITED = frozenset({"pool_used", "pool_at_least"})
 
 @dataclass(frozen=True)
 class Cover:
-    """A plan of a program built without a solver (`covering_plan`): its values, their
-    cost, and a lower bound on the program's optimum (None where none is stated: a
-    column with a negative cost)."""
+    """A plan of a program built without a solver (`covering_plan`): its values, their cost, and a
+    lower bound on the program's optimum (None where none is stated: a column with a negative
+    cost)."""
 
     values: dict[str, float]
     cost: float
@@ -80,8 +79,8 @@ class _Rows:
             names.sort(key=lambda n: (len(_split(n)[1]), _step(n)))
 
     def gpu_cost(self, replicas: str) -> float:
-        """The cost of one more replica through the purchases its GPUs need: the sum over
-        the purchase rows it is in of GPUs x the purchased column's cost, plus its own."""
+        """The cost of one more replica through the purchases its GPUs need: the sum over the
+        purchase rows it is in of GPUs x the purchased column's cost, plus its own."""
         cost = self.lp.objective.get(replicas, 0.0)
         for row in self.of[replicas]:
             if row.family == "purchase":
@@ -93,15 +92,14 @@ class _Rows:
 
 def _step(name: str) -> int:
     """The pool size a pooling step's column names (0 for a pool's own columns)."""
-    index = _split(name)[1]
-    return int(index[3]) if len(index) > 3 else 0
+    return int(_split(name)[1][3]) if len(_split(name)[1]) > 3 else 0
 
 
 def _pool_values(rows: _Rows, pool: tuple[str, ...], count: int) -> dict[str, float]:
-    """The values of a pool's columns at `count` replicas: the count, the pool in use, every
-    rung of the ladder it reaches (up to the first its bounds hold at 0), and each credited
-    column (pooling steps, zone survivors) at the most that its `<=` rows over the pool's
-    columns alone and its bounds allow: the most credit `count` replicas can have."""
+    """The values of a pool's columns at `count` replicas: the count, the pool in use, every rung
+    of the ladder it reaches (up to the first its bounds hold at 0), and each credited column
+    (pooling steps, zone survivors) at the most that its `<=` rows over the pool's columns alone
+    and its bounds allow: the most credit `count` replicas can have."""
     values: dict[str, float] = {}
     names = rows.pool_columns[pool]
     reached = count > 0
@@ -132,11 +130,11 @@ def _pool_values(rows: _Rows, pool: tuple[str, ...], count: int) -> dict[str, fl
 
 
 def _routed(rows: _Rows, unit: dict[tuple[str, str], float]) -> tuple[dict, dict[str, float]]:
-    """Each demand row's load on its served columns, and the load of each served column
-    that is its demand row's only column. Users are served in their own region where
-    they may be; else (their region lost) their load first fills what the regions they
-    may reach carry for the workload in another scenario, cheapest first (`unit`: the
-    cheapest replica per request/s there), and the rest goes to the cheapest of them."""
+    """Each demand row's load on its served columns, and the load of each served column that is its
+    demand row's only column. Users are served in their own region where they may be; else (their
+    region lost) their load first fills what the regions they may reach carry for the workload in
+    another scenario, cheapest first (`unit`: the cheapest replica per request/s there), and the
+    rest goes to the cheapest of them."""
     values: dict[str, float] = {}
     forced: dict[str, float] = {}
     load: dict[tuple[str, str, str], float] = defaultdict(float)  # (scenario, w, region)
@@ -185,32 +183,31 @@ def _routed(rows: _Rows, unit: dict[tuple[str, str], float]) -> tuple[dict, dict
 
 def covering_plan(lp: LinearProgram) -> Cover | None:
     """A plan of the fleet program `lp` built without a solver, and its bound (the module
-    docstring); None when some pool's load fits no configuration within the supply or
-    the values are not a plan of `lp` (a family the cover does not value, say)."""
+    docstring); None when some pool's load fits no configuration within the supply or the values
+    are not a plan of `lp` (a family the cover does not value, say)."""
     rows, capacity, cost_of = _read(lp)
-    unit: dict[tuple[str, str], float] = {}
+    unit: dict[tuple[str, str], float] = defaultdict(lambda: math.inf)
     for (workload, region, *_), group in capacity.items():
         for row in group:
             for name, coef in row.coefficients.items():
                 if name in cost_of and coef > 0:
-                    key = (workload, region)
-                    unit[key] = min(unit.get(key, math.inf), cost_of[name] / coef)
+                    unit[workload, region] = min(unit[workload, region], cost_of[name] / coef)
     routed, forced = _routed(rows, unit)
     options = _options(rows, capacity, cost_of, routed)
-    plans, fleet = [], _Fleet(rows)
-    raising = _Raising(rows, capacity)
+    plans, fleet, raising = [], _Fleet(rows), _Raising(rows, capacity)
     for rounded_first in (False, True) if options is not None else ():
         chosen = _chosen(fleet, options, cost_of, rounded_first)
         if chosen is None:
             continue
+        if PACKED and not rounded_first:
+            chosen = _packed(fleet, options, cost_of, chosen)
         values = dict(routed)
         for _, pool, count in chosen.values():
             values.update(_pool_values(rows, pool, count))
         if not raising.raised(fleet, chosen, values):
             continue
         _purchased(rows, values)
-        for name, var in lp.variables.items():
-            values.setdefault(name, var.lower)
+        values |= {name: var.lower for name, var in lp.variables.items() if name not in values}
         plans.append((lp.objective_value(values), rounded_first, values))
     cover = None
     for cost, _, values in sorted(plans, key=lambda plan: plan[:2]):
@@ -253,13 +250,16 @@ def _pool_of(name: str) -> tuple[str, ...] | None:
 
 IMPROVING_PASSES = 3
 """Passes re-choosing each pool's configuration with the others held, after the first."""
+PACKED = True
+"""Whether the sizing is re-chosen region by region from starts on one or two GPU types
+(`_packed`); off, the bench's `before` (tests/bench/test_short_limits_bench.py)."""
 
 
 class _Fleet:
-    """What the chosen pools use: each `<=` row over replica columns alone (a region's
-    supply of a GPU type) and each purchase row's GPUs, and what one more pool costs there:
-    its GPUs bought on top of what is used, in whole servers where a whole_servers row
-    asks for them (the existing fleet first)."""
+    """What the chosen pools use: each `<=` row over replica columns alone (a region's supply of a
+    GPU type) and each purchase row's GPUs, and what one more pool costs there: its GPUs bought on
+    top of what is used, in whole servers where a whole_servers row asks for them (the existing
+    fleet first)."""
 
     def __init__(self, rows: _Rows):
         lp = rows.lp
@@ -301,8 +301,8 @@ class _Fleet:
         return self.price[row.name] * least
 
     def extra(self, replicas: str, count: int, rounded: bool = True) -> float | None:
-        """What `count` more replicas cost (None when some supply row refuses them): their
-        GPUs bought on top of those used (`rounded`), else at their price each."""
+        """What `count` more replicas cost (None when some supply row refuses them): their GPUs
+        bought on top of those used (`rounded`), else at their price each."""
         if any(
             self.used[row.name] + coef * count > row.rhs + 1e-6 for row, coef in self.caps[replicas]
         ):
@@ -327,8 +327,8 @@ Option = tuple[str, tuple[str, ...], int]
 
 
 def _options(rows, capacity, cost_of, routed: dict[str, float]) -> dict | None:
-    """Each pool's configurations that carry its load in every scenario (the routing
-    `routed`), at their fewest replicas (`_count`); None when some pool has none."""
+    """Each pool's configurations that carry its load in every scenario (the routing `routed`), at
+    their fewest replicas (`_count`); None when some pool has none."""
     options: dict[tuple[str, ...], list[Option]] = {}
     for key, group in capacity.items():
         need = [
@@ -353,15 +353,16 @@ def _options(rows, capacity, cost_of, routed: dict[str, float]) -> dict | None:
     return options
 
 
-def _chosen(fleet: "_Fleet", options, cost_of, rounded_first: bool) -> dict | None:
-    """One option per pool: largest load first, the cheapest on top of the pools chosen
-    before (`_Fleet.extra`: whole servers where `rounded_first`, else each GPU at its
-    price), then `IMPROVING_PASSES` passes re-choosing each in whole servers with the
-    others held; None when the supply rows refuse some pool every option. Starts `fleet`
-    empty."""
+def _chosen(fleet: "_Fleet", options, cost_of, rounded_first: bool, start=None) -> dict | None:
+    """One option per pool: largest load first, the cheapest on top of the pools chosen before
+    (`_Fleet.extra`: whole servers where `rounded_first`, else each GPU at its price), or `start`'s,
+    then `IMPROVING_PASSES` passes re-choosing each in whole servers with the others held; None when
+    the supply rows refuse some pool every option. Starts `fleet` empty, leaves it at the choice."""
     fleet.used.clear()
     order = sorted(options, key=lambda k: (-min(cost_of[r] * n for r, _, n in options[k]), k))
-    chosen: dict[tuple[str, ...], Option] = {}
+    chosen: dict[tuple[str, ...], Option] = dict(start or {})
+    for replicas, _, count in chosen.values():
+        fleet.add(replicas, count)
     for step in range(1 + IMPROVING_PASSES):
         changed = False
         for key in order:
@@ -383,10 +384,55 @@ def _chosen(fleet: "_Fleet", options, cost_of, rounded_first: bool) -> dict | No
     return chosen
 
 
+def _packed(fleet: "_Fleet", options, cost_of, chosen: dict) -> dict:
+    """`chosen` with each region's pools re-chosen where that buys its servers for less: `_chosen`
+    from every pool on its cheapest option of one GPU type (its cheapest of any where it has none
+    of that type); each region keeps the cheapest choice (regions share no purchase or supply row,
+    so the choices join), `fleet` left at it. On 10 x 20 x 6 region loss at the defaults, seeds
+    0/1/2, the cover's $747,754 / $787,407 / $850,538 became $728,073 / $744,658 / $816,374 (six
+    starts, 0.1-0.5 s of CPU more than the greedy alone). Starts on pairs of types too (21 in
+    all) packed seed 0's sizing to $700,858 but left the failover rows less room: $733,212 /
+    $749,214 / $834,361 after the raising, at twice the CPU."""
+
+    def gpu(option: Option) -> str:
+        buys = fleet.buys[option[0]]
+        return _split(buys[0][0].name)[1][1] if buys else ""
+
+    def by_region(choice: dict) -> dict[str, float]:
+        fleet.used.clear()
+        for replicas, _, count in choice.values():
+            fleet.add(replicas, count)
+        costs: dict[str, float] = defaultdict(float)
+        for name, used in fleet.used.items():
+            if name in fleet.price:
+                costs[_split(name)[1][0]] += fleet._bought(fleet.rows.lp.constraints[name], used)
+        return costs
+
+    best, least = dict(chosen), by_region(chosen)
+    types = sorted({gpu(option) for group in options.values() for option in group} - {""})
+    for kept in types:
+        start = {
+            key: min(
+                (o for o in group if gpu(o) == kept),
+                default=None,
+                key=lambda o: cost_of[o[0]] * o[2],
+            )
+            or min(group, key=lambda o: cost_of[o[0]] * o[2])
+            for key, group in options.items()
+        }
+        tried = _chosen(fleet, options, cost_of, True, start)
+        costs = by_region(tried) if tried is not None else {}
+        better = {r for r, cost in costs.items() if cost < least.get(r, math.inf) - 1e-6}
+        best |= {key: tried[key] for key in options if key[1] in better}
+        least |= {r: costs[r] for r in better}
+    by_region(best)
+    return best
+
+
 class _Raising:
-    """The covering rows other than the capacity rows (`>=` rows over pools' credit alone:
-    the Hall rows of failover by cuts), and the pool group each pool belongs to (its
-    configs_per_pool row, else its capacity rows, else itself)."""
+    """The covering rows other than the capacity rows (`>=` rows over pools' credit alone: the Hall
+    rows of failover by cuts), and the pool group each pool belongs to (its configs_per_pool row,
+    else its capacity rows, else itself)."""
 
     def __init__(self, rows: _Rows, capacity: dict[tuple[str, ...], list[Constraint]]):
         self.rows = rows
@@ -414,10 +460,10 @@ class _Raising:
                         self.group_of[pool] = ("configs",) + _split(row.name)[1]
 
     def raised(self, fleet: "_Fleet", chosen: dict, values: dict[str, float]) -> bool:
-        """Raise the pools each short covering row names (`values` and `fleet` updated):
-        one replica at a time of the pool whose next replica adds the most of the row's
-        credit per dollar (`_Fleet.extra`), a pool whose group chose another
-        configuration left out; False when some row cannot be met (the supply refuses)."""
+        """Raise the pools each short covering row names (`values` and `fleet` updated): one
+        replica at a time of the pool whose next replica adds the most of the row's credit per
+        dollar (`_Fleet.extra`), a pool whose group chose another configuration left out; False
+        when some row cannot be met (the supply refuses)."""
         counts = {pool: count for _, pool, count in chosen.values()}
         taken = {self.group_of.get(pool, pool): pool for pool in counts}
         for _ in range(2):  # a row met early may rise further with later ones: check again
@@ -431,8 +477,9 @@ class _Raising:
                     short_any = True
                     best = None
                     for pool, own in sorted(terms.items()):
-                        if taken.get(self.group_of.get(pool, pool), pool) != pool:
-                            continue
+                        group = taken.get(self.group_of.get(pool, pool), pool)
+                        if group != pool or counts.get(pool, 0) >= _most(self.rows, pool):
+                            continue  # another configuration's phase, or held (closed)
                         more = _pool_values(self.rows, pool, counts.get(pool, 0) + 1)
                         gain = sum(c * (more[n] - values.get(n, 0.0)) for n, c in own)
                         cost = fleet.extra(ReplicasColumn(*pool).name(), 1)
@@ -464,14 +511,11 @@ def _by_pool(group: list[Constraint]) -> dict[tuple[str, ...], list[list[tuple[s
 
 
 def _count(rows, pool, terms: list[list[tuple[str, float]]], need: list[float]) -> int | None:
-    """The fewest replicas of `pool` whose credit (its `terms` in each capacity row) meets
-    every row's `need`, at least the replicas column's lower bound; None when the pool is
-    held closed or even its most (the column's upper bound) do not."""
-    names = rows.pool_columns[pool]
-    replicas = rows.lp.variables[ReplicasColumn(*pool).name()]
-    most = 10**6 if replicas.upper is None else int(replicas.upper + 1e-9)
-    used = [rows.lp.variables[n] for n in names if _split(n)[0] == "pool_used"]
-    if any(var.upper is not None and var.upper < 1 for var in used):
+    """The fewest replicas of `pool` whose credit (its `terms` in each capacity row) meets every
+    row's `need`, at least the replicas column's lower bound; None when the pool is held closed or
+    even its most (the column's upper bound) do not."""
+    replicas, most = rows.lp.variables[ReplicasColumn(*pool).name()], _most(rows, pool)
+    if most < 1:
         return None  # the pool is held closed
     per_replica = [sum(c for _, c in row if c > 0) for row in terms]
     if any(p <= 0 for p, n in zip(per_replica, need, strict=True) if n > 1e-9):
@@ -489,9 +533,18 @@ def _count(rows, pool, terms: list[list[tuple[str, float]]], need: list[float]) 
     return None
 
 
+def _most(rows: _Rows, pool: tuple[str, ...]) -> int:
+    """The most replicas a pool's bounds allow (0 where its pool_used is held at 0)."""
+    variables = rows.lp.variables
+    used = [variables[n].upper for n in rows.pool_columns[pool] if _split(n)[0] == "pool_used"]
+    upper = variables[ReplicasColumn(*pool).name()].upper
+    closed = any(u is not None and u < 1 for u in used)
+    return 0 if closed else 10**6 if upper is None else int(upper + 1e-9)
+
+
 def _purchased(rows: _Rows, values: dict[str, float]) -> None:
-    """Each purchased column at the least its purchase rows need, rounded up to whole
-    servers where a whole_servers row ties it to a server count."""
+    """Each purchased column at the least its purchase rows need, rounded up to whole servers where
+    a whole_servers row ties it to a server count."""
     for row in rows.lp.constraints.values():
         if row.family != "purchase" or row.sense is not Sense.GE:
             continue
@@ -516,11 +569,11 @@ def _purchased(rows: _Rows, values: dict[str, float]) -> None:
 
 
 def _bounds(rows, capacity, cost_of, forced: dict[str, float]) -> dict[str, float] | None:
-    """The cover's lower bound on each region's cost (the objective's constant aside): the
-    GPUs of each of its pools at the least its rows without a choice of routing ask
-    (`_pool_bound`), summed, less its existing GPUs at their price (what its purchase rows
-    let go unbought), at least 0. None with a negative cost or lower bound on some column
-    (then the columns left out could lower the cost), or a pool in two phases' rows."""
+    """The cover's lower bound on each region's cost (the objective's constant aside): the GPUs of
+    each of its pools at the least its rows without a choice of routing ask (`_pool_bound`),
+    summed, less its existing GPUs at their price (what its purchase rows let go unbought), at
+    least 0. None with a negative cost or lower bound on some column (then the columns left out
+    could lower the cost), or a pool in two phases' rows."""
     lp = rows.lp
     if any(c < 0 for c in lp.objective.values()) or any(v.lower < 0 for v in lp.variables.values()):
         return None
@@ -544,13 +597,12 @@ def _bounds(rows, capacity, cost_of, forced: dict[str, float]) -> dict[str, floa
 
 
 def _pool_bound(rows, group, cost_of, forced, pools, one_config: bool) -> float:
-    """The least GPU cost of a pool (workload, region, phase) whose capacity rows' loads are
-    forced (every other column a served column its demand row fixes: the scenario without
-    failover): with one configuration per pool, the cheapest configuration's fewest
-    replicas that carry those loads (`_count`, every credit its rows allow); else, or
-    where higher, each load at the cheapest credit per replica any configuration could
-    reach (its lone replica's and every pooling step's, each column of a pool's credit
-    being at most its replica count)."""
+    """The least GPU cost of a pool (workload, region, phase) whose capacity rows' loads are forced
+    (every other column a served column its demand row fixes: the scenario without failover): with
+    one configuration per pool, the cheapest configuration's fewest replicas that carry those loads
+    (`_count`, every credit its rows allow); else, or where higher, each load at the cheapest
+    credit per replica any configuration could reach (its lone replica's and every pooling step's,
+    each column of a pool's credit being at most its replica count)."""
     kept, need = [], []
     for row in group:
         other = {n: c for n, c in row.coefficients.items() if _pool_of(n) is None}
@@ -582,9 +634,9 @@ def _pool_bound(rows, group, cost_of, forced, pools, one_config: bool) -> float:
 
 
 def _one_config_pools(rows: _Rows) -> set[tuple[str, ...]]:
-    """The pools (workload, region, phase) held to one configuration: a configs_per_pool
-    row at most 1 over their pool_used binaries, each configuration's replicas 0 unless its
-    binary is 1 (its pool_open row)."""
+    """The pools (workload, region, phase) held to one configuration: a configs_per_pool row at
+    most 1 over their pool_used binaries, each configuration's replicas 0 unless its binary is 1
+    (its pool_open row)."""
     opened = {
         _split(row.name)[1][:3]
         for row in rows.lp.constraints.values()

@@ -57,7 +57,7 @@ from solver.backends import Backend
 from solver.backends.base import relative_gap
 from solver.candidates.config_dominance import config_bounds
 from solver.candidates.replica_dominance import Bounds
-from solver.decompose.cover import bounds_by_region, covering_plan
+from solver.decompose.cover import Cover, bounds_by_region, covering_plan
 from solver.decompose.parallel import processes_for, solve_built, worth_workers
 from solver.decompose.region_bounds import (
     MIN_INTEGERS,
@@ -66,7 +66,7 @@ from solver.decompose.region_bounds import (
     region_of,
     region_programs,
 )
-from solver.decompose.region_lns import search
+from solver.decompose.region_lns import region_cover, search
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.servers import ServersColumn
 from solver.program.families.variables import PurchasedColumn
@@ -98,6 +98,10 @@ COVER = True
 """Whether a region (or the whole) whose programs the clock stopped before a plan takes
 the cover built without a solver (`covered`); off, the bench's `before`
 (tests/bench/test_tight_limits_bench.py)."""
+HELD_COVER = True
+"""Whether `by_region` builds the cover held at the regions' own plans where the clock
+stopped the floored program, and keeps the cheaper (solver.decompose.region_lns.region_cover); off,
+the bench's `before` (tests/bench/test_short_limits_bench.py)."""
 BOUND_SHARE = 0.5
 """Share of the time up to the deadline the regions' own programs (the bound) may take."""
 
@@ -360,19 +364,30 @@ def by_region(
     bound = found.bound if found.bound is not None or not KEEP_STOPPED else found.stopped
     if independent(program):  # the regions' plans joined are the whole program's
         return _joined_independent(program, backend, found, bounds, settings, started)
-    if bound is None or not found.own or time.monotonic() >= deadline:
+    if bound is None or not found.own:
         return None
     # the caller's bounds, and the pools config dominance removes (a restriction that
     # loses no optimum of the floored program either: a stand-in only adds replicas of A),
     # except in a re-solve from a start, as in solver.decompose.by_workload.optimise
     removed = config_bounds(program, bounds) if settings.start is None else {}
     held = {**removed, **(bounds or {})}
-    lp = floored(program, found.own, held)
-    start = found.own if backend.capabilities.warm_start and KEEP_STOPPED else None
-    added = backend.run(lp, settings.limited(_left_s(deadline)).with_duals(False), start=start)
-    if not added.termination.has_solution or added.objective is None:
+    added = None
+    if time.monotonic() < deadline:
+        lp = floored(program, found.own, held)
+        start = found.own if backend.capabilities.warm_start and KEEP_STOPPED else None
+        left = settings.limited(_left_s(deadline)).with_duals(False)
+        added = backend.run(lp, left, start=start)
+    # where the clock stopped the floored program (or left it no time), the cover held at
+    # the regions' plans, whichever is cheaper (solver.decompose.region_lns.region_cover);
+    # a floored program that ended by itself is as before
+    cover = None
+    if HELD_COVER and COVER and KEEP_STOPPED and (added is None or _stopped(added)):
+        cover = region_cover(program.lp, found.own, held)
+    values = _cheaper(program.lp, added, cover)
+    if values is None:
         return None
-    values = {name: value for name, value in added.values.items() if name in program.lp.variables}
+    if added is None or not added.termination.has_solution:
+        added = SolveResult(Termination.FEASIBLE, backend.name, backend.version(), 0.0)
     searched = None
     if (
         SEARCH
@@ -405,6 +420,25 @@ def by_region(
         search_stopped=searched is not None and searched.stopped,
     )
     return replace(optimised, result=replace(result, message=optimised.description))
+
+
+def _stopped(result: SolveResult) -> bool:
+    """Whether the clock (or another limit) stopped `result`'s program: no plan, or one not
+    proved within its gap."""
+    return not result.termination.has_solution or result.termination is not Termination.OPTIMAL
+
+
+def _cheaper(
+    lp: LinearProgram, added: SolveResult | None, cover: Cover | None
+) -> dict[str, float] | None:
+    """The floored program's plan (`added`, its columns of `lp`) or the cover held at the
+    regions' plans, whichever costs less (the floored one on a tie); None with neither."""
+    values = None
+    if added is not None and added.termination.has_solution and added.objective is not None:
+        values = {name: value for name, value in added.values.items() if name in lp.variables}
+    if cover is not None and (values is None or cover.cost < lp.objective_value(values) - 1e-6):
+        values = {name: cover.values[name] for name in lp.variables}
+    return values
 
 
 def covered(

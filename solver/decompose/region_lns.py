@@ -66,6 +66,23 @@ of CPU) or at 10 (43.1 s), where the pair alone found its $3,971 in 2.1 s (a lar
 program's root leaves HiGHS's sub-MIP at its start). From the converged plan, the 17
 pairs worth trying at 10 nodes (66.7 s of CPU in all) found nothing cheaper (each pair's
 program stopped 8-15% above its own bound).
+
+Before the search, a plan without a solver (`region_cover`): the cover
+(solver.decompose.cover.covering_plan) held at the regions' own plans (`held_at_own`:
+each pool the regions chose at least at its count, every other configuration of a phase
+it fills closed where one configuration per pool is the rule). The cover alone sizes
+every pool by a greedy, largest load first, and buys the whole servers that greedy
+rounds up to; held, it sizes only what the regions left unchosen and raises the chosen
+pools where a failover (Hall) row is short, one replica at a time, a replica on a server
+already paid for first. Its program is the whole with bounds only (a restriction), so
+its plan is a plan of the whole, checked against every row as any cover's. It is built
+where the clock stopped the floored program (or left it no time), and the cheaper of the
+two is kept (solver.decompose.region_join.by_region); a 60 s run under load (seed 0)
+ended at $702,727 (gap 4.3%) where main's floored plan, stopped, was $1,707,207.
+Measured on the 10 x 20 x 6 region-loss instance at the defaults, seeds 0, 1, 2 (the
+regions' programs solved to 0.1%): the cover alone $747,754, $787,407, $850,538; held
+at the regions' plans $724,394, $759,258, $802,124 (3.1%, 3.6%, 5.7% less; 1.1-1.6 s of
+CPU either way); the best plan known for seed 0 (a 60 s run's search) $692,215.
 """
 
 import itertools
@@ -75,9 +92,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from solver.backends import Backend
+from solver.candidates.replica_dominance import Bounds
+from solver.decompose.cover import Cover, covering_plan
 from solver.decompose.parallel import processes_for, solve_built
 from solver.decompose.region_bounds import Rows, region_of
-from solver.program.lp import Constraint, LinearProgram, SolveResult
+from solver.program.build import with_bounds
+from solver.program.families.variables import PoolUsedColumn
+from solver.program.lp import Constraint, LinearProgram, Sense, SolveResult
+from solver.program.row_names import ReplicasColumn, split_name
 from solver.settings import MIN_CALL_S, SolveSettings
 
 TRY_NODES = 1
@@ -353,3 +375,56 @@ def holds(lp: LinearProgram, values: dict[str, float], changed: set[str]) -> boo
         for row in lp.constraints.values()
         if not changed.isdisjoint(row.coefficients)
     )
+
+
+def held_at_own(lp: LinearProgram, own: dict[str, float]) -> Bounds:
+    """Bounds that hold `lp`'s pools at the regions' plans `own` (values by column name;
+    a region without a plan names none): each pool with replicas there at least that
+    many (its pool_used at 1 where it has one), and every other pool of a
+    configs_per_pool row at most 1 that names a chosen pool closed (its replicas and
+    pool_used at 0)."""
+    held: Bounds = {}
+    chosen: set[str] = set()
+    for name, value in own.items():
+        if split_name(name)[0] != ReplicasColumn.family or value < 0.5 or name not in lp.variables:
+            continue
+        var = lp.variables[name]
+        held[name] = (max(var.lower, float(round(value))), var.upper)
+        used = PoolUsedColumn(*split_name(name)[1][:3]).name()
+        chosen.add(used)
+        if used in lp.variables:
+            held[used] = (1.0, 1.0)
+    for row in lp.constraints.values():
+        if row.family != "configs_per_pool" or row.sense is not Sense.LE or row.rhs >= 2:
+            continue
+        if not chosen.intersection(row.coefficients):
+            continue
+        for used in row.coefficients:
+            if used in chosen:
+                continue
+            held[used] = (0.0, 0.0)
+            replicas = ReplicasColumn(*split_name(used)[1][:3]).name()
+            if replicas in lp.variables:
+                held[replicas] = (0.0, 0.0)
+    return held
+
+
+def region_cover(
+    lp: LinearProgram, own: dict[str, float], bounds: Bounds | None = None
+) -> Cover | None:
+    """The cover of `lp` within `bounds` held at the regions' plans `own`
+    (`held_at_own`; the module docstring), or None when it finds no plan so held or
+    `own` holds no pool. It states no bound (the cover's own would bound `lp` held, not
+    `lp`)."""
+    held = held_at_own(lp, own)
+    if not held:
+        return None
+    for name, (lower, upper) in (bounds or {}).items():
+        low, up = held.get(name, (lower, upper))
+        low = max(low, lower)
+        up = upper if up is None else (up if upper is None else min(up, upper))
+        if up is not None and low > up + 1e-9:
+            return None  # the regions chose a pool the caller's bounds close
+        held[name] = (low, up)
+    cover = covering_plan(with_bounds(lp, held))
+    return None if cover is None else Cover(cover.values, cover.cost, None)

@@ -142,7 +142,7 @@ def test_too_many_configurations_exit_2_before_any_physics(run_cli, monkeypatch)
         program_limits, "CONFIGURATIONS", limits.Most(count - 1, "configurations", "a test limit")
     )
     monkeypatch.setattr(
-        "solver.solve.build_candidates",
+        "solver.simplicity.build_candidates",
         lambda *_: pytest.fail("the physics ran before the configuration count was checked"),
     )
     run_checked(
