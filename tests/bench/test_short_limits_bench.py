@@ -6,7 +6,7 @@ this stop's changes, side by side in one process, A B A B. Run by `make bench` o
 `before`: the solve runs to `SOLVE_SHARE` of the limit whatever the program's size
 (`AFTER_PER_BUILD` 0 in solver.stages), the regions' stage returns nothing where the
 floored program found no plan (`HELD_COVER` off in solver.decompose.region_join), and
-the cover's sizing is its greedy alone (`PACKED` off in solver.decompose.cover).
+the cover's sizing is its greedy alone (`PACKED` off in solver.decompose.cover.sizing).
 `after`: the solve ends 4 x the build's seconds before the limit where that comes first,
 the cover held at the regions' own plans is the plan where the floored program has none
 cheaper, and the cover's sizing is re-chosen region by region from starts on one GPU
@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-import solver.decompose.cover as cover
+import solver.decompose.cover.sizing as cover_sizing
 import solver.decompose.region_join as region_join
 import solver.stages as stages
 from models.io.loading import validate_instance
@@ -38,7 +38,7 @@ SIDES = {
     "before": (0.0, False),
     "after": (stages.AFTER_PER_BUILD, True),
 }
-"""side -> (AFTER_PER_BUILD, HELD_COVER and cover.PACKED)."""
+"""side -> (AFTER_PER_BUILD, HELD_COVER and cover.sizing.PACKED)."""
 ROWS: list[tuple] = []
 
 
@@ -80,7 +80,7 @@ def test_short_limit_before_and_after(seed, limit_s, monkeypatch):
         for side, (after_s, held) in SIDES.items():
             monkeypatch.setattr(stages, "AFTER_PER_BUILD", after_s)
             monkeypatch.setattr(region_join, "HELD_COVER", held)
-            monkeypatch.setattr(cover, "PACKED", held)
+            monkeypatch.setattr(cover_sizing, "PACKED", held)
             pair[side] = result, cost, gap, wall_s = _solve(inst, limit_s)
             ratios = ("-", "-", "-")
             if side == "after":
