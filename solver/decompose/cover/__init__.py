@@ -24,10 +24,10 @@ and the values are checked against every row and bound of the program
 cover rather than a wrong one.
 
 Its bound, region by region (`bounds.region_bounds`): each pool's cheapest configuration's
-fewest replicas for the loads without a routing choice (the scenario without failover), less the existing GPUs
-at their price. Measured: 20 x 30 x 6 without failover, 18 s limit: a plan 1.054 x the optimum
-(gap stated 8.8%). Small generated instances: 1.0-1.06 x without failover, 1.2-1.4 x with region
-or zone loss. A pool its bounds close is never raised."""
+fewest replicas for the loads without a routing choice (the scenario without failover), less
+the existing GPUs at their price. Measured: 20 x 30 x 6 without failover, 18 s limit: a plan
+1.054 x the optimum (gap stated 8.8%). Small generated instances: 1.0-1.06 x without failover,
+1.2-1.4 x with region or zone loss. A pool its bounds close is never raised."""
 
 from solver.decompose.cover.plan import Cover, bounds_by_region, covering_plan
 
