@@ -5,6 +5,7 @@ import sys
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import settings
 
 # Tables follow COLUMNS when it is set (cli.render.console reads it once, at import);
 # pytest-xdist's workers set it to 80. Tests read the file width every run gets without it.
@@ -12,6 +13,13 @@ os.environ.pop("COLUMNS", None)
 
 from cli.app import main
 from tests.schedule import slow_first
+
+# No hypothesis example is timed (hypothesis's default deadline is 200 ms a call): a time
+# is no assertion of the suite's (tests/bench measures speed), and on a loaded machine a
+# quick property failed on its deadline (test_expert_parallel's imbalance, 256 ms at a
+# load of ~8 on 2 cores). A test's own @settings still sets whatever else it says.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 def pytest_collection_modifyitems(items):
