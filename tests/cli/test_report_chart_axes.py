@@ -6,7 +6,13 @@ import pytest
 from cli.render import html_report
 from solver.analysis.report_data import ConfigCharts
 
-pytest.importorskip("matplotlib")
+
+@pytest.fixture(autouse=True)
+def _matplotlib():
+    """Skip without matplotlib; asked per test, so that collecting the module (every
+    pytest-xdist worker does) does not import it (0.4 s)."""
+    pytest.importorskip("matplotlib")
+
 
 TTFT_TARGET_MS = 2500.0
 TPOT_TARGET_MS = 50.0

@@ -98,21 +98,24 @@ def test_a_program_beyond_the_time_limit_exits_4_with_the_numbers(
     run_cli, monkeypatch, default_size
 ):
     _, size = default_size
-    # the floor and the rate lowered so that a 2 s limit allows what the pools hold
+    # the floor and the rate lowered so that a 600 s limit allows what the pools hold
+    # (600 x pools / 600): a limit no stage before the check reaches on a loaded machine,
+    # where a 2 s one ended in the candidates ('time limit of 2 s reached in candidates
+    # after 3.0 s', at a load of ~12 on 2 cores)
     monkeypatch.setattr(program_limits, "VARIABLES_ANY_TIME_LIMIT", 1)
-    monkeypatch.setattr(program_limits, "VARIABLES_PER_SOLVER_S", size.pools // 2)
+    monkeypatch.setattr(program_limits, "VARIABLES_PER_SOLVER_S", size.pools / 600)
     result = run_checked(
         run_cli,
         "solve",
         DEFAULT_INSTANCE,
         "--time-limit",
-        "2",
+        "600",
         code=4,
         needles=(
             "no plan:",
             "not started: the program would hold at least",
             f"variables ({size.pools:,} replica counts over",
-            "more than a backend solves in 2 s",
+            "more than a backend solves in 600 s",
         ),
     )
     assert "raise --time-limit" in result.stderr

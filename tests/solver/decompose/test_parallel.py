@@ -21,6 +21,18 @@ from tests.synthetic import generated, generated_data, two_workloads
 two_cores = pytest.mark.skipif(machine_threads() < 2, reason="needs two cores for two workers")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_pool_for_the_module():
+    """The module's tests hand their work to one pool of workers, kept between them
+    (parallel.workers_kept, as one solve's candidates and workload programs share theirs):
+    in this process a solver library has run, so each pool is spawned and each worker
+    imports the planner first, and six pools of two were ~10 s of the module's 17 s of
+    CPU. Every test still goes through `worker_pool` to the workers; a pool of one's own,
+    shut down at the end of its block, is what every other test of the suite gets."""
+    with parallel.workers_kept():
+        yield
+
+
 def knapsack(capacity: float) -> LinearProgram:
     """min 3x + 2y, x + y >= capacity, x, y integer: y = ceil(capacity), cost 2 ceil(c)."""
     lp = LinearProgram(f"cover-{capacity}")

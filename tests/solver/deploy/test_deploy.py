@@ -12,7 +12,6 @@ import shlex
 
 import pytest
 import yaml
-from kubernetes.client import ApiClient
 
 from models.operations.autoscaling import scaling_thresholds
 from models.serving.replica_layout import replica_memory_budget
@@ -307,7 +306,10 @@ MODELS = {
 
 def _round_trip(data: dict, model: str) -> dict:
     """`data` deserialized into the client's model class and serialized back: a field
-    the model does not know is dropped, so a difference names it."""
+    the model does not know is dropped, so a difference names it. The client is imported
+    here, not with the module: half a second of each pytest-xdist worker's collection."""
+    from kubernetes.client import ApiClient
+
     client = ApiClient()
     obj = client._ApiClient__deserialize(data, model)
     return client.sanitize_for_serialization(obj)
