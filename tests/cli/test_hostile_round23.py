@@ -34,3 +34,27 @@ def test_deploy_into_a_folder_under_a_file_is_refused_naming_the_file(
     needle = f"{out}: -o: cannot be made: {notes} is a file, not a folder"
     run_checked(run_cli, *args, "-o", out, needles=(needle,))
     assert notes.read_text() == "the user's own notes\n"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(None, "null"), (True, "true"), (False, "false"), ({"a": None}, '{"a": null}'),
+     ([1, True], "[1, true]"), (20, "20"), (2.5, "2.5"), ("us-east", "us-east")],
+)  # fmt: skip
+def test_a_sweep_axis_value_is_shown_as_the_grid_spells_it(value, shown):
+    """A null axis value was shown `None` in the cost surface and the point's message,
+    a boolean `True`: Python's words for what the grid wrote."""
+    from models.schema.sweep_grid import shown_value
+
+    assert shown_value(value) == shown
+
+
+def test_a_grid_of_a_null_point_names_it_null(run_cli, tmp_path):
+    """Every point bad (the demand null): exit 2, the point named as the grid wrote it."""
+    grid = tmp_path / "grid.yaml"
+    demand = "workloads[chat].demand.us-east.peak_requests_per_s"
+    grid.write_text(f"instance: {ONE_MODEL_ONE_REGION}\naxes:\n  {demand}: [null]\n")
+    result = run_checked(
+        run_cli, "sweep", grid, needles=(f"no point is a valid instance; {demand}=null:",)
+    )
+    assert "None" not in result.stderr
