@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.cli.test_hostile_input import run_checked
-from tests.paths import ONE_MODEL_ONE_REGION
+from tests.paths import ONE_MODEL_ONE_REGION, REPO
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +58,26 @@ def test_a_grid_of_a_null_point_names_it_null(run_cli, tmp_path):
         run_cli, "sweep", grid, needles=(f"no point is a valid instance; {demand}=null:",)
     )
     assert "None" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "named"),
+    [
+        # before: 'describes no valid model: kv_heads: Input should be greater than 0'
+        ("num_key_value_heads", 0, "num_key_value_heads (kv_heads): Input should be greater"),
+        ("num_hidden_layers", 0, "num_hidden_layers (layers): Value error, must be at least 1"),
+        ("max_position_embeddings", 0, "max_position_embeddings (max_context_tokens): "),
+        ("num_attention_heads", 10**30, "num_attention_heads (attention_heads): "),
+    ],
+    ids=["kv-heads", "layers", "context", "heads"],
+)
+def test_a_config_json_shape_the_model_refuses_is_named_by_its_key(
+    run_cli, tmp_path, key, value, named
+):
+    """A config.json's refused shape was named by the model's field (kv_heads, layers),
+    a name the file does not hold; it is named by the file's key, the field beside it."""
+    config = json.loads((REPO / "tests/fixtures/hf_configs/llama-3.1-8b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, key: value}))
+    args = ("perf", "--model-config", path, "--gpu", "h100-sxm", "-i", "100", "-o", "10")
+    run_checked(run_cli, *args, needles=(f"{path}: ", named))
