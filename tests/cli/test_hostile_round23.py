@@ -81,3 +81,35 @@ def test_a_config_json_shape_the_model_refuses_is_named_by_its_key(
     path.write_text(json.dumps({**config, key: value}))
     args = ("perf", "--model-config", path, "--gpu", "h100-sxm", "-i", "100", "-o", "10")
     run_checked(run_cli, *args, needles=(f"{path}: ", named))
+
+
+_FACTORS = (
+    "  default: {prefill_flops_fraction: 0.45, decode_flops_fraction: 0.7, hbm_fraction: 0.62,"
+    " scaleup_fraction: 0.48, scaleout_fraction: 0.8, allreduce_latency_s: 1.5e-05,"
+    " pp_hop_latency_s: 2.0e-05, step_overhead_s: 0.004, request_overhead_s: 0.0,"
+    " sequence_overhead_s: 0.0, memory_reserve_fraction: 0.05, prefill_chunk_tokens: 8192,"
+    " max_batch_sequences: 2048}\n"
+)
+_PERF = ("perf", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "-i", "100", "-o", "10")
+
+
+def _profile(tmp_path, name: str, fit: str):
+    path = tmp_path / "mine.yaml"
+    path.write_text(
+        f"kind: fleetplan-engine-profile\nprofile: {name}\nby_key:\n{_FACTORS}fit: {fit}\n"
+    )
+    return path
+
+
+def test_a_profile_fit_that_is_no_mapping_is_refused(run_cli, tmp_path):
+    """`fit: [1, 2]` was read as no fit at all, without a word (exit 0)."""
+    path = _profile(tmp_path, "mine", "[1, 2]")
+    run_checked(run_cli, *_PERF, "--engine", path, needles=(f"{path}: fit is not a mapping",))
+
+
+def test_a_profile_named_false_is_shown_as_written(run_cli, tmp_path):
+    """`profile: false` was shown as Python's `False`."""
+    path = _profile(tmp_path, "false", "{rows: 3}")
+    result = run_checked(run_cli, *_PERF, "--engine", path, code=0)
+    assert "false (" in result.stdout + result.stderr
+    assert "False" not in result.stdout + result.stderr
