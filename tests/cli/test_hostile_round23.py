@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.cli.test_hostile_input import run_checked
+from tests.cli.test_hostile_side_files import DEPLOYMENT, _fleet_args
 from tests.paths import ONE_MODEL_ONE_REGION, REPO
 
 
@@ -113,3 +114,27 @@ def test_a_profile_named_false_is_shown_as_written(run_cli, tmp_path):
     result = run_checked(run_cli, *_PERF, "--engine", path, code=0)
     assert "false (" in result.stdout + result.stderr
     assert "False" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("resources", "field"),
+    [
+        ("{limits: [1]}", "resources.limits"),
+        ("{requests: gpu}", "resources.requests"),
+        ("[limits]", "resources"),
+    ],
+    ids=["limits-list", "requests-text", "resources-list"],
+)
+def test_a_pods_resources_of_the_wrong_shape_are_refused_naming_them(
+    run_cli, tmp_path, resources, field
+):
+    """`resources: {limits: [1]}` ended in an internal error (exit 70, AttributeError:
+    'list' object has no attribute 'get'); a resources list was skipped without a word."""
+    fleet = tmp_path / "fleet.yaml"
+    pod = "  template:\n    spec:\n      containers:\n      - name: engine\n"
+    pod += f"        resources: {resources}\n"
+    fleet.write_text(DEPLOYMENT + pod)
+    out = tmp_path / "out.yaml"
+    needle = f"document 0 (Deployment chat-us-east): {field} is not a mapping"
+    run_checked(run_cli, *_fleet_args(fleet, out), needles=(needle,))
+    assert not out.exists()
