@@ -321,14 +321,14 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
     if not isinstance(document, dict):
         raise InputError([Issue(str(path), None, "", "not a JSON object of a benchmark result")])
     if "mean_ttft_ms" in document or "output_throughput" in document:
-        fields = _vllm_fields(document)
+        fields, keys = _vllm_fields(document), _VLLM_KEYS
     elif isinstance(document.get("performance"), dict):
-        fields = _trtllm_fields(document)
+        fields, keys = _trtllm_fields(document), _TRTLLM_KEYS
     elif isinstance(document.get("time_to_first_token"), dict) or isinstance(
         document.get("output_token_throughput"), dict
     ):
         unread: list[tuple[str, str]] = []
-        fields = _genai_perf_fields(document, unread)
+        fields, keys = _genai_perf_fields(document, unread), _GENAI_PERF_KEYS
         if unread:
             raise InputError([Issue(str(path), None, key, why) for key, why in unread])
     else:
@@ -374,9 +374,42 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
         filled["concurrency"] = fields.get("num_requests")  # max throughput: all queued at once
     row = _Row(str(path), None, filled)
     run = row.measurement()
-    if run is None:
-        raise InputError(row.issues)
+    if run is None:  # named as the file names it where the file gave it (or none did)
+        raise InputError(
+            [
+                replace(issue, path=f"{keys[issue.path]} ({issue.path})")
+                if issue.path in keys
+                and (fields.get(issue.path) is not None or filled.get(issue.path) is None)
+                else issue
+                for issue in row.issues
+            ]
+        )
     return run
+
+
+_VLLM_KEYS = {
+    "model": "model_id", "isl": "total_input_tokens / completed",
+    "osl": "total_output_tokens / completed", "concurrency": "max_concurrency",
+    "num_requests": "completed", "output_tok_s": "output_throughput",
+    "ttft_mean_ms": "mean_ttft_ms", "tpot_mean_ms": "mean_tpot_ms",
+}  # fmt: skip
+_GENAI_PERF_KEYS = {
+    "isl": "input_sequence_length.avg", "osl": "output_sequence_length.avg",
+    "concurrency": "input_config: concurrency", "num_requests": "request_count.avg",
+    "output_tok_s": "output_token_throughput.avg", "ttft_mean_ms": "time_to_first_token.avg",
+    "tpot_mean_ms": "inter_token_latency.avg",
+}  # fmt: skip
+_TRTLLM_KEYS = {
+    "model": "engine.model", "tp": "world_info.tp_size", "pp": "world_info.pp_size",
+    "isl": "dataset.avg_isl", "osl": "dataset.avg_osl", "concurrency": "world_info.concurrency",
+    "num_requests": "dataset.num_requests",
+    "output_tok_s": "performance.system_output_throughput_tok_s",
+    "ttft_mean_ms": "streaming_metrics.avg_ttft_ms",
+    "tpot_mean_ms": "streaming_metrics.avg_tpot_ms",
+}  # fmt: skip
+"""Where each format's file holds each figure (`_vllm_fields`, `_genai_perf_fields`,
+`_trtllm_fields`): a refused figure is named so (`completed (num_requests): -1 must be
+...`), where it was named by the CSV column alone, a key the file does not hold."""
 
 
 def _shown(value: Any) -> str:

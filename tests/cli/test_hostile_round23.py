@@ -138,3 +138,28 @@ def test_a_pods_resources_of_the_wrong_shape_are_refused_naming_them(
     needle = f"document 0 (Deployment chat-us-east): {field} is not a mapping"
     run_checked(run_cli, *_fleet_args(fleet, out), needles=(needle,))
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("result", "named"),
+    [
+        # before: 'num_requests: -1 must be a finite number above 0 (and below 1e12)'
+        ({"completed": -1}, "completed (num_requests): -1 must be a finite number above 0"),
+        ({"mean_ttft_ms": [95.0]}, "mean_ttft_ms (ttft_mean_ms): [95.0] is not a number"),
+        # before: 'concurrency: missing' for a file that holds no concurrency key of that name
+        ({"max_concurrency": None}, "max_concurrency (concurrency): missing"),
+    ],
+    ids=["completed", "ttft-list", "concurrency-missing"],
+)
+def test_a_bench_result_figure_is_named_by_the_files_key(run_cli, tmp_path, result, named):
+    """A vllm bench serve result's refused figure was named by the CSV column it fills
+    (num_requests, ttft_mean_ms), a key the JSON file does not hold."""
+    base = {"max_concurrency": 32, "completed": 100, "total_input_tokens": 64000,
+            "total_output_tokens": 12800, "output_throughput": 2100.0, "mean_ttft_ms": 95.0,
+            "mean_tpot_ms": 13.0}  # fmt: skip
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({**base, **result}))
+    replica = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "bf16", "--tp", "1")
+    args = ("calibrate", path, *replica, "-o", tmp_path / "p.yaml")
+    run_checked(run_cli, *args, needles=(f"{path}: {named}",))
+    assert not (tmp_path / "p.yaml").exists()
