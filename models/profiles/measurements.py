@@ -489,6 +489,13 @@ def _record(document: dict, key: str, problems: list[tuple[str, str]]) -> dict |
     return metric
 
 
+def _avg(document: dict, key: str, problems: list[tuple[str, str]]) -> Any:
+    """A record's `avg` as written (None where absent); a record that is no mapping is a
+    problem (`request_count: [80]` was read as absent: 10 x the concurrency)."""
+    metric = _record(document, key, problems)
+    return None if metric is None else metric.get("avg")
+
+
 def _mean(metric: dict, key: str, problems: list[tuple[str, str]]) -> float | None:
     """A record's `avg` as a number (a string of one read as written); a value that is
     none (a boolean, a word, a list) is a problem named `KEY.avg`."""
@@ -536,10 +543,10 @@ def _find(document: Any, key: str) -> Any:
 
 def _genai_perf_fields(document: dict, problems: list[tuple[str, str]]) -> dict[str, Any]:
     return {
-        "isl": _get(document, "input_sequence_length", "avg"),
-        "osl": _get(document, "output_sequence_length", "avg"),
+        "isl": _avg(document, "input_sequence_length", problems),
+        "osl": _avg(document, "output_sequence_length", problems),
         "concurrency": _find(document.get("input_config"), "concurrency"),
-        "num_requests": _get(document, "request_count", "avg"),
+        "num_requests": _avg(document, "request_count", problems),
         "output_tok_s": _tokens_per_s(document, problems),
         "ttft_mean_ms": _ms(document, "time_to_first_token", problems),
         "tpot_mean_ms": _ms(document, "inter_token_latency", problems),

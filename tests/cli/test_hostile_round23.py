@@ -163,3 +163,23 @@ def test_a_bench_result_figure_is_named_by_the_files_key(run_cli, tmp_path, resu
     args = ("calibrate", path, *replica, "-o", tmp_path / "p.yaml")
     run_checked(run_cli, *args, needles=(f"{path}: {named}",))
     assert not (tmp_path / "p.yaml").exists()
+
+
+@pytest.mark.parametrize("key", ["request_count", "input_sequence_length"])
+def test_a_genai_perf_record_that_is_no_mapping_is_refused(run_cli, tmp_path, key):
+    """`request_count: [80]` was read as no count (calibrate took 10 x the concurrency,
+    exit 0); `input_sequence_length: [500]` was said to be missing."""
+    base = {
+        "time_to_first_token": {"unit": "ms", "avg": 85.0},
+        "inter_token_latency": {"unit": "ms", "avg": 12.5},
+        "output_token_throughput": {"unit": "tokens/sec", "avg": 900.0},
+        "input_sequence_length": {"avg": 500}, "output_sequence_length": {"avg": 100},
+        "request_count": {"avg": 80},
+        "input_config": {"perf_analyzer": {"stimulus": {"concurrency": 8}}},
+    }  # fmt: skip
+    path = tmp_path / "profile_export_genai_perf.json"
+    path.write_text(json.dumps({**base, key: [base[key]["avg"]]}))
+    replica = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "bf16", "--tp", "1")
+    args = ("calibrate", path, *replica, "-o", tmp_path / "p.yaml")
+    needle = f"{path}: {key}: [{base[key]['avg']}] is not a record of a unit and an avg"
+    run_checked(run_cli, *args, needles=(needle,))
