@@ -324,6 +324,14 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
         fields, keys = _vllm_fields(document), _VLLM_KEYS
     elif isinstance(document.get("performance"), dict):
         fields, keys = _trtllm_fields(document), _TRTLLM_KEYS
+        sections = ("world_info", "dataset", "request_info", "streaming_metrics", "engine")
+        unread = [  # one of another shape was read as absent: the flags filled its figures
+            (key, f"{_shown(document[key])} is not a section of trtllm-bench's report")
+            for key in sections
+            if document.get(key) is not None and not isinstance(document[key], dict)
+        ]
+        if unread:
+            raise InputError([Issue(str(path), None, key, why) for key, why in unread])
     elif isinstance(document.get("time_to_first_token"), dict) or isinstance(
         document.get("output_token_throughput"), dict
     ):

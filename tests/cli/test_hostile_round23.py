@@ -183,3 +183,21 @@ def test_a_genai_perf_record_that_is_no_mapping_is_refused(run_cli, tmp_path, ke
     args = ("calibrate", path, *replica, "-o", tmp_path / "p.yaml")
     needle = f"{path}: {key}: [{base[key]['avg']}] is not a record of a unit and an avg"
     run_checked(run_cli, *args, needles=(needle,))
+
+
+def test_a_trtllm_bench_section_that_is_no_mapping_is_refused(run_cli, tmp_path):
+    """`world_info: map` was read as no world_info: --tp filled the run's TP (exit 0)."""
+    path = tmp_path / "report.json"
+    path.write_text(
+        json.dumps(
+            {
+                "world_info": "map",
+                "dataset": {"avg_isl": 128, "avg_osl": 128, "num_requests": 64},
+                "performance": {"system_output_throughput_tok_s": 9000.0},
+            }
+        )
+    )
+    replica = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "bf16", "--tp", "1")
+    args = ("calibrate", path, *replica, "-o", tmp_path / "p.yaml")
+    needle = f"{path}: world_info: 'map' is not a section of trtllm-bench's report"
+    run_checked(run_cli, *args, needles=(needle,))
