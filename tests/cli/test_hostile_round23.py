@@ -1,7 +1,11 @@
-"""Hostile input, round twenty-three: the cases the input fuzz (tests/bench/fuzz_run.py)
-found. `deploy -o` under a file (`notes.txt/out`) ended in an internal error
-(NotADirectoryError, exit 70) after the plan was verified; it is refused before any work,
-naming the file in the way."""
+"""Hostile input, round twenty-three: the cases the input fuzz (tests/bench/fuzz_run.py,
+`make bench`) found. Exit 70: `deploy -o` under a file (NotADirectoryError) and a pod's
+`resources.limits` list in fleet-import (AttributeError). Read as absent, exit 0: an
+engine profile's `fit` list, a genai-perf record list, a trtllm-bench section of another
+shape. Named by fleetplan's field, not the file's key: config.json shapes (kv_heads for
+num_key_value_heads) and JSON bench results' figures (num_requests for completed).
+Python's words for what a file wrote: a sweep's null axis value shown None, a profile
+named false shown False."""
 
 import json
 
