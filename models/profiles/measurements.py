@@ -164,6 +164,15 @@ class _Row:
             return None
         return number
 
+    def tokens(self, field: str) -> float | None:
+        """A mean length of whole-token requests: at least 1 (an osl of 1e-300 was read,
+        and the run refused for a throughput it then could not reach, naming that)."""
+        value = self.number(field)
+        if value is not None and value < 1:
+            self.problem(field, f"{value:g} tokens: a request holds at least 1 token")
+            return None
+        return value
+
     def degree(self, field: str, value: float | None) -> float | None:
         """A parallel degree within the layout bound `--tp` and an instance hold it to
         (limits.PARALLEL_DEGREE): tp 99999999999 passed the row's 1e12, was warned of
@@ -207,7 +216,7 @@ class _Row:
         kv = self.precision("kv_precision", precision)
         tp = self.degree("tp", self.number("tp", whole=True))
         pp = self.degree("pp", self.number("pp", required=False, whole=True)) or 1
-        isl, osl = self.number("isl"), self.number("osl")
+        isl, osl = self.tokens("isl"), self.tokens("osl")
         concurrency = self.number("concurrency", whole=True)
         requests = self.number("num_requests", required=False, whole=True)
         tok_s = self.number("output_tok_s", required=False)

@@ -205,3 +205,15 @@ def test_a_trtllm_bench_section_that_is_no_mapping_is_refused(run_cli, tmp_path)
     args = ("calibrate", path, *replica, "-o", tmp_path / "p.yaml")
     needle = f"{path}: world_info: 'map' is not a section of trtllm-bench's report"
     run_checked(run_cli, *args, needles=(needle,))
+
+
+@pytest.mark.parametrize(("column", "value"), [("isl", "0.5"), ("osl", "1e-300")])
+def test_a_mean_length_below_one_token_is_refused_naming_it(run_cli, tmp_path, column, value):
+    """An osl of 1e-300 was read: the run was refused for its throughput (output_tok_s
+    '19x above the fastest the layout can run'), not for the length."""
+    header = "model,gpu,precision,tp,isl,osl,concurrency,output_tok_s"
+    row = {"isl": "1000", "osl": "200", column: value}
+    path = tmp_path / "runs.csv"
+    path.write_text(f"{header}\nllama-3.1-8b,h100-sxm,bf16,1,{row['isl']},{row['osl']},8,900\n")
+    needle = f"{path}:2: {column}: {float(value):g} tokens: a request holds at least 1 token"
+    run_checked(run_cli, "calibrate", path, "-o", tmp_path / "p.yaml", needles=(needle,))
