@@ -5,6 +5,7 @@ Parsing and writing only: the files come from `solver.deploy.files`, the fleet f
 `solver.deploy.fleet_import`.
 """
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -75,6 +76,8 @@ def deploy(
         )
     if out_dir.exists() and not out_dir.is_dir():
         raise _problem(str(out_dir), "-o", "exists and is not a folder")
+    if (blocked := _unmakeable(out_dir)) is not None:
+        raise _problem(str(out_dir), "-o", blocked)
     instance = load(instance_file, None)
     plan = _read_plan(plan_file)
     try:
@@ -122,7 +125,10 @@ def deploy(
                 for path in foreign
             ]
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # made unmakeable since `_unmakeable` looked
+        raise _problem(str(out_dir), "-o", f"cannot be made: {error.strerror}") from None
     for name in files:
         check_target(out_dir / name, inputs)
     for name, text in files.items():
@@ -136,6 +142,20 @@ def deploy(
             "fleetplan-schedule.yaml)",
             markup=False,
         )
+
+
+def _unmakeable(out_dir: Path) -> str | None:
+    """Why folder `out_dir` cannot be made (None: it can, or it is there): its nearest
+    existing parent is a file, or a folder that cannot be written. `-o notes.txt/out`
+    ended in an internal error (NotADirectoryError) after the plan was verified."""
+    for folder in out_dir.absolute().parents:
+        if folder.exists():
+            if not folder.is_dir():
+                return f"cannot be made: {folder} is a file, not a folder"
+            if not out_dir.exists() and not os.access(folder, os.W_OK | os.X_OK):
+                return f"cannot be made: folder {folder} is not writable"
+            return None
+    return None
 
 
 def _fleet_files(folder: Path) -> list[Path]:

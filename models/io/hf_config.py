@@ -52,6 +52,19 @@ class HfConfigError(ValueError):
 Fields = dict[str, Any]
 
 
+class _Read(int):
+    """An integer read from config.json that remembers its key, so that a shape the model
+    refuses is named as the file names it (`num_key_value_heads`, not the model's
+    `kv_heads`); the model keeps a plain int."""
+
+    key: str
+
+    def __new__(cls, value: int, key: str) -> "_Read":
+        read = super().__new__(cls, value)
+        read.key = key
+        return read
+
+
 class _Config:
     """Typed reads of one config mapping, each naming the missing field on failure."""
 
@@ -86,7 +99,7 @@ class _Config:
             raise HfConfigError(
                 f"config.json field {self._where(key)!r} must be at most {most:,}, got {value:,}"
             )
-        return value
+        return _Read(value, self._where(key))
 
     def items(self, key: str, layers: int | None = None) -> list[Any]:
         """The list at `key` ([] when absent) of numbers or strings; with `layers`, one
@@ -398,10 +411,18 @@ def llm_from_hf_config(
             }
         )
     except ValidationError as error:
-        details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        details = "; ".join(f"{_field(e)}: {e['msg']}" for e in error.errors())
         raise HfConfigError(
             f"config.json ({model_type}) describes no valid model: {details}"
         ) from None
+
+
+def _field(error: Any) -> str:
+    """Where a refused shape is: the config.json key it was read from, with the model's
+    field beside it (`num_key_value_heads (kv_heads)`), else the model's field."""
+    field = ".".join(map(str, error["loc"]))
+    key = getattr(error.get("input"), "key", None)
+    return f"{key} ({field})" if key and key != field else field
 
 
 def default_model_name(path: str | Path) -> str:

@@ -132,7 +132,10 @@ def _read(resolved: str, shown: str, factors: type[BaseModel]) -> dict[str, Any]
     name = _text(document, "profile", shown)
     if (problem := long_name(name)) is not None:  # printed whole on every report's header
         raise ProfileFileError(f"engine profile file {shown}: profile {problem}")
-    fit = document.get("fit") if isinstance(document.get("fit"), dict) else {}
+    fit = document.get("fit")
+    if fit is not None and not isinstance(fit, dict):  # was read as no fit, without a word
+        raise ProfileFileError(f"engine profile file {shown}: fit is not a mapping")
+    fit = fit or {}
     for key in _FIT_SHOWN:
         value = fit.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
@@ -159,6 +162,8 @@ def _text(document: dict[str, Any], key: str, shown: str) -> str:
         return ""
     if isinstance(value, dict | list | set | tuple | bytes):
         raise ProfileFileError(f"engine profile file {shown}: {key} is not text")
+    if isinstance(value, bool):  # as the file spells it, not Python's False
+        return "true" if value else "false"
     return str(value)
 
 

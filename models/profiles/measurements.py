@@ -164,6 +164,15 @@ class _Row:
             return None
         return number
 
+    def tokens(self, field: str) -> float | None:
+        """A mean length of whole-token requests: at least 1 (an osl of 1e-300 was read,
+        and the run refused for a throughput it then could not reach, naming that)."""
+        value = self.number(field)
+        if value is not None and value < 1:
+            self.problem(field, f"{value:g} tokens: a request holds at least 1 token")
+            return None
+        return value
+
     def degree(self, field: str, value: float | None) -> float | None:
         """A parallel degree within the layout bound `--tp` and an instance hold it to
         (limits.PARALLEL_DEGREE): tp 99999999999 passed the row's 1e12, was warned of
@@ -207,7 +216,7 @@ class _Row:
         kv = self.precision("kv_precision", precision)
         tp = self.degree("tp", self.number("tp", whole=True))
         pp = self.degree("pp", self.number("pp", required=False, whole=True)) or 1
-        isl, osl = self.number("isl"), self.number("osl")
+        isl, osl = self.tokens("isl"), self.tokens("osl")
         concurrency = self.number("concurrency", whole=True)
         requests = self.number("num_requests", required=False, whole=True)
         tok_s = self.number("output_tok_s", required=False)
@@ -321,14 +330,22 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
     if not isinstance(document, dict):
         raise InputError([Issue(str(path), None, "", "not a JSON object of a benchmark result")])
     if "mean_ttft_ms" in document or "output_throughput" in document:
-        fields = _vllm_fields(document)
+        fields, keys = _vllm_fields(document), _VLLM_KEYS
     elif isinstance(document.get("performance"), dict):
-        fields = _trtllm_fields(document)
+        fields, keys = _trtllm_fields(document), _TRTLLM_KEYS
+        sections = ("world_info", "dataset", "request_info", "streaming_metrics", "engine")
+        unread = [  # one of another shape was read as absent: the flags filled its figures
+            (key, f"{_shown(document[key])} is not a section of trtllm-bench's report")
+            for key in sections
+            if document.get(key) is not None and not isinstance(document[key], dict)
+        ]
+        if unread:
+            raise InputError([Issue(str(path), None, key, why) for key, why in unread])
     elif isinstance(document.get("time_to_first_token"), dict) or isinstance(
         document.get("output_token_throughput"), dict
     ):
         unread: list[tuple[str, str]] = []
-        fields = _genai_perf_fields(document, unread)
+        fields, keys = _genai_perf_fields(document, unread), _GENAI_PERF_KEYS
         if unread:
             raise InputError([Issue(str(path), None, key, why) for key, why in unread])
     else:
@@ -374,9 +391,42 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
         filled["concurrency"] = fields.get("num_requests")  # max throughput: all queued at once
     row = _Row(str(path), None, filled)
     run = row.measurement()
-    if run is None:
-        raise InputError(row.issues)
+    if run is None:  # named as the file names it where the file gave it (or none did)
+        raise InputError(
+            [
+                replace(issue, path=f"{keys[issue.path]} ({issue.path})")
+                if issue.path in keys
+                and (fields.get(issue.path) is not None or filled.get(issue.path) is None)
+                else issue
+                for issue in row.issues
+            ]
+        )
     return run
+
+
+_VLLM_KEYS = {
+    "model": "model_id", "isl": "total_input_tokens / completed",
+    "osl": "total_output_tokens / completed", "concurrency": "max_concurrency",
+    "num_requests": "completed", "output_tok_s": "output_throughput",
+    "ttft_mean_ms": "mean_ttft_ms", "tpot_mean_ms": "mean_tpot_ms",
+}  # fmt: skip
+_GENAI_PERF_KEYS = {
+    "isl": "input_sequence_length.avg", "osl": "output_sequence_length.avg",
+    "concurrency": "input_config: concurrency", "num_requests": "request_count.avg",
+    "output_tok_s": "output_token_throughput.avg", "ttft_mean_ms": "time_to_first_token.avg",
+    "tpot_mean_ms": "inter_token_latency.avg",
+}  # fmt: skip
+_TRTLLM_KEYS = {
+    "model": "engine.model", "tp": "world_info.tp_size", "pp": "world_info.pp_size",
+    "isl": "dataset.avg_isl", "osl": "dataset.avg_osl", "concurrency": "world_info.concurrency",
+    "num_requests": "dataset.num_requests",
+    "output_tok_s": "performance.system_output_throughput_tok_s",
+    "ttft_mean_ms": "streaming_metrics.avg_ttft_ms",
+    "tpot_mean_ms": "streaming_metrics.avg_tpot_ms",
+}  # fmt: skip
+"""Where each format's file holds each figure (`_vllm_fields`, `_genai_perf_fields`,
+`_trtllm_fields`): a refused figure is named so (`completed (num_requests): -1 must be
+...`), where it was named by the CSV column alone, a key the file does not hold."""
 
 
 def _shown(value: Any) -> str:
@@ -456,6 +506,13 @@ def _record(document: dict, key: str, problems: list[tuple[str, str]]) -> dict |
     return metric
 
 
+def _avg(document: dict, key: str, problems: list[tuple[str, str]]) -> Any:
+    """A record's `avg` as written (None where absent); a record that is no mapping is a
+    problem (`request_count: [80]` was read as absent: 10 x the concurrency)."""
+    metric = _record(document, key, problems)
+    return None if metric is None else metric.get("avg")
+
+
 def _mean(metric: dict, key: str, problems: list[tuple[str, str]]) -> float | None:
     """A record's `avg` as a number (a string of one read as written); a value that is
     none (a boolean, a word, a list) is a problem named `KEY.avg`."""
@@ -503,10 +560,10 @@ def _find(document: Any, key: str) -> Any:
 
 def _genai_perf_fields(document: dict, problems: list[tuple[str, str]]) -> dict[str, Any]:
     return {
-        "isl": _get(document, "input_sequence_length", "avg"),
-        "osl": _get(document, "output_sequence_length", "avg"),
+        "isl": _avg(document, "input_sequence_length", problems),
+        "osl": _avg(document, "output_sequence_length", problems),
         "concurrency": _find(document.get("input_config"), "concurrency"),
-        "num_requests": _get(document, "request_count", "avg"),
+        "num_requests": _avg(document, "request_count", problems),
         "output_tok_s": _tokens_per_s(document, problems),
         "ttft_mean_ms": _ms(document, "time_to_first_token", problems),
         "tpot_mean_ms": _ms(document, "inter_token_latency", problems),

@@ -97,8 +97,13 @@ printed whole in its progress line and the cost surface (10 MB of output)."""
 def shown_value(value: Any) -> str:
     """An axis value as a label or a table shows it: text that does not print as itself
     escaped (`'us-east\\t'`, models.schema.errors.shown_name), anything past
-    `SHOWN_VALUE_CHARS` cut with its length said (the results file keeps it whole)."""
-    text = shown_name(value) if isinstance(value, str) else str(value)
+    `SHOWN_VALUE_CHARS` cut with its length said (the results file keeps it whole). Any
+    other value as the grid's YAML or JSON spells it (`null`, `true`, `{"a": null}`), not
+    as Python does (`None`, `True`)."""
+    if isinstance(value, str):
+        text = shown_name(value)
+    else:
+        text = json.dumps(value, ensure_ascii=False, default=str)
     if len(text) <= SHOWN_VALUE_CHARS:
         return text
     return f"{text[: SHOWN_VALUE_CHARS - 40]}... ({len(text):,} characters, cut)"

@@ -248,11 +248,11 @@ def _pod_gpus(pod: dict, where: str) -> int | None:
         return None
     stated = []
     for container in containers:
-        resources = container.get("resources") if isinstance(container, dict) else None
-        if not isinstance(resources, dict):
+        if not isinstance(container, dict):
             continue
-        for kind in ("limits", "requests"):
-            value = (resources.get(kind) or {}).get("nvidia.com/gpu")
+        resources = _mapping(container.get("resources"), where, "resources")
+        for kind in ("limits", "requests"):  # a list here ended in exit 70 (AttributeError)
+            value = _mapping(resources.get(kind), where, f"resources.{kind}").get("nvidia.com/gpu")
             if value is not None:
                 count = whole_number(str(value))
                 if count is None:
