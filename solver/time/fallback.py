@@ -89,11 +89,19 @@ def refused_message(
     )
     whose = f"month {month}'s" if months else "the day's"
     caps = refusals(instance, table, held)
-    said = f"it needs {'; '.join(caps)}" if caps else "it passes no power or supply cap by itself"
     commitment = "the commitment it inherits" if month else "its commitment"
+    tried = (
+        f"neither its periods re-planned under the caps at {commitment} nor its program "
+        "solved whole past the limit found one"
+    )
+    if not caps:  # the time ran out, not a cap: there is no cap to loosen
+        return (
+            f"{whose} fallback ({which}, held every hour) has no plan within the time limit: "
+            f"that fleet passes every power and supply cap, but {tried}; raise --time-limit "
+            "(or solver.time_limit_s)"
+        )
     return (
-        f"{whose} fallback ({which}, held every hour) has no plan: {said}, and neither its "
-        f"periods re-planned under the caps at {commitment} nor its program solved whole "
-        "past the limit found one; raise --time-limit (or solver.time_limit_s), or loosen "
-        "that cap"
+        f"{whose} fallback ({which}, held every hour) has no plan: it needs "
+        f"{'; '.join(caps)}, and {tried}; raise --time-limit (or solver.time_limit_s), or "
+        "loosen that cap"
     )

@@ -300,3 +300,27 @@ def test_a_month_whose_turn_comes_past_the_limit_is_cut_not_searched(monkeypatch
     assert stopped.status == f"feasible (gap {stopped.mip_gap:.2%})"
     assert plan.status.startswith("feasible")
     assert verify_hours(inst, plan).ok
+
+
+def test_a_fallback_that_passes_every_cap_says_the_time_ran_out_not_a_cap(monkeypatch):
+    """A held fleet no cap refuses (here none at all: no pool, so 0 GPUs and 0 kW against
+    r1's power_kw 21) leaves the limit as the only reason: the message says so and asks for
+    time, and names no cap to loosen (sweep26 saw 'loosen that cap' on an instance without
+    caps). With a cap passed, the cap is named and loosening it offered."""
+    from solver.decompose.period_split import Held
+    from solver.time import fallback
+
+    inst = _capped_months(monkeypatch, 21.0)
+    none_passed = fallback.refused_message(inst, None, Held(committed={}, layout={}), 1, 3)
+    assert (
+        "month 1's fallback (month 0's fleet grown to month 1's demand, held every hour)"
+        in none_passed
+    )
+    assert "passes every power and supply cap" in none_passed
+    assert none_passed.endswith("raise --time-limit (or solver.time_limit_s)")
+    assert "cap by itself" not in none_passed and "loosen" not in none_passed
+    over = "30.6 kW in r1, over its power_kw 21"
+    monkeypatch.setattr(fallback, "refusals", lambda *_args: [over])
+    one_passed = fallback.refused_message(inst, None, Held(committed={}, layout={}), 1, 3)
+    assert f"it needs {over}, and neither" in one_passed
+    assert one_passed.endswith("or loosen that cap")
