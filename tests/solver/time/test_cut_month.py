@@ -63,10 +63,12 @@ def test_the_commitment_of_a_cut_month_bills_its_grown_hours_least():
     assert cut_month.cheapest_commitment(_offer(), 10.0, day) == 10.0
 
 
-def _cut_after_month_1(monkeypatch) -> tuple[Plan, list[int], object]:
-    """A 2-month horizon (r1 at 400 requests/s, +50% a month) whose clock passes its
-    limit once month 0 is read back: month 1's turn comes past it. Returns the plan, the
-    months whose periods program was built, and the instance."""
+def solved_past_the_limit_after_month_0(
+    monkeypatch, inst, settings: SolveSettings
+) -> tuple[Plan, list[int]]:
+    """`inst` solved with a clock that passes its limit once month 0 is read back: month
+    1's turn comes past it. Returns the plan and the months whose periods program was
+    built (tests/solver/time/test_cut_month_weights.py cuts its months the same way)."""
     from solver import settings as settings_module
     from solver.time import step
 
@@ -89,8 +91,17 @@ def _cut_after_month_1(monkeypatch) -> tuple[Plan, list[int], object]:
 
     monkeypatch.setattr(step.PeriodsStep, "build", building)
     monkeypatch.setattr(step.PeriodsStep, "read_back", read)
+    return solve_program(inst, settings).plan, built
+
+
+def _cut_after_month_1(monkeypatch) -> tuple[Plan, list[int], object]:
+    """A 2-month horizon (r1 at 400 requests/s, +50% a month) whose clock passes its
+    limit once month 0 is read back (`solved_past_the_limit_after_month_0`). Returns the
+    plan, the months whose periods program was built, and the instance."""
     inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
-    return solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan, built, inst
+    settings = SolveSettings.of(inst, mip_gap=1e-3)
+    plan, built = solved_past_the_limit_after_month_0(monkeypatch, inst, settings)
+    return plan, built, inst
 
 
 def test_a_cut_month_is_the_month_befores_hours_held_and_grown_without_a_program(monkeypatch):

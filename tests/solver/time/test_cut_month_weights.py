@@ -10,13 +10,11 @@ by different ratios, so the month before's weights (n_p q_p / sum n q) no longer
 The clock jumps 10^6 s past the limit once month 0 is read back, as
 tests/solver/time/test_cut_month.py's cut month does."""
 
-import types
-
 from models.io.loading import validate_instance
 from solver.settings import SolveSettings
-from solver.solve import solve_program
 from solver.time.months import HELD_AND_GROWN
 from solver.verify.hours import verify_hours
+from tests.solver.time.test_cut_month import solved_past_the_limit_after_month_0
 from tests.synthetic_time import months_data
 
 
@@ -26,33 +24,12 @@ def test_a_cut_months_pools_are_weighted_by_their_grown_capacity(monkeypatch):
     grown, and the verifier accepts it as it is (no periods program built for it); in
     each of its hours every pool's weight is its count x rate over its workload's in
     the region."""
-    from solver import settings as settings_module
-    from solver.time import step
-
-    real, offset = settings_module.time.monotonic, [0.0]
-    monkeypatch.setattr(
-        settings_module, "time", types.SimpleNamespace(monotonic=lambda: real() + offset[0])
-    )
-    built: list[int] = []
-    build, read_back = step.PeriodsStep.build, step.PeriodsStep.read_back
-
-    def building(self, backend, settings):
-        built.append(self.horizon.month)
-        return build(self, backend, settings)
-
-    def read(self, *args):
-        plan = read_back(self, *args)
-        if self.horizon.month == 0:
-            offset[0] = 1e6  # past the limit before month 1's turn
-        return plan
-
-    monkeypatch.setattr(step.PeriodsStep, "build", building)
-    monkeypatch.setattr(step.PeriodsStep, "read_back", read)
     data = months_data(3, 2, 2, "none", 0, horizon_months=2, monthly_growth=0.07)
     data["policy"]["lead_time_months"] = 0
     data["workloads"] = data["workloads"][1:]  # w01 alone
     inst = validate_instance(data, data["name"])
-    plan = solve_program(inst, SolveSettings.of(inst, threads=1)).plan
+    settings = SolveSettings.of(inst, threads=1)
+    plan, built = solved_past_the_limit_after_month_0(monkeypatch, inst, settings)
     assert built == [0]  # month 1 held and grown, not planned again
     (note,) = [n for n in plan.notes if "cut at the time limit, not searched" in n]
     assert note.startswith("month 1 cut at the time limit") and HELD_AND_GROWN in note
