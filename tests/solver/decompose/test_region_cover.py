@@ -71,6 +71,20 @@ def test_the_floored_plan_or_the_held_cover_whichever_is_cheaper():
     assert not _stopped(proved) and _stopped(found) and _stopped(stopped)
 
 
+def test_a_stopped_floored_plan_takes_the_cheapest_cover_held_or_whole():
+    """Where the clock stopped the floored program, the held cover ($800: A at 5, held by
+    hand above) and the whole program's cover (B at 2 replicas, one server of 4 g2 at
+    $120: $480) are both offered and the cheaper kept, whichever comes first."""
+    lp = _one_pool()
+    held = region_cover(lp, {"replicas[w,A,r]": 5.0})
+    whole = covering_plan(lp)
+    assert held.cost == pytest.approx(800.0) and whole.cost == pytest.approx(480.0)
+    stopped = SolveResult(Termination.TIME_LIMIT, "highs", "1", 1.0)
+    assert _cheaper(lp, stopped, held, whole) == whole.values
+    assert _cheaper(lp, stopped, whole, held) == whole.values
+    assert _cheaper(lp, None, None, held) == held.values
+
+
 def _with_a_failover_row(lp):
     """`_one_pool` with a failover (Hall) row 3 A + 6 C >= 30: C, one GPU of g3 in r2
     ($50 a GPU, servers of 8), a pool of no capacity row (no users of w in r2)."""
