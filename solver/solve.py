@@ -63,7 +63,7 @@ from solver.decompose.scenario_cuts import (
 )
 from solver.decompose.workload_parts import PartSolves, start_by_workload
 from solver.errors import Diagnosis, Infeasible, NoSolution, SolveError
-from solver.plan.schema import Plan
+from solver.plan.schema import NO_SHADOW_PRICES, Plan
 from solver.plan.summary import buyer_summary
 from solver.program.build import FleetProgram, build_program
 from solver.program.families.pooling import PoolAtLeastColumn
@@ -365,7 +365,7 @@ def _solve_months(
 
 
 PRICING_TIMED_OUT = (
-    "no shadow prices: the pricing LP did not end within the time limit (raise --time-limit "
+    f"{NO_SHADOW_PRICES}: the pricing LP did not end within the time limit (raise --time-limit "
     "to have them)"
 )
 

@@ -27,7 +27,7 @@ from solver.plan.records import (
     layout_label,
     moves_of,
 )
-from solver.plan.schema import SHADOW_PRICE_NOTE, Plan, plan_status
+from solver.plan.schema import NO_SHADOW_PRICES, SHADOW_PRICE_NOTE, Plan, plan_status
 from solver.program.build import FleetProgram
 from solver.program.families.split import load_terms
 from solver.program.families.variables import ServedColumn
@@ -158,7 +158,7 @@ def read_plan(
         max_utilization=sets.instance.policy.max_utilization,
         shadow_price_note=SHADOW_PRICE_NOTE
         if duals
-        else "no shadow prices: the backend returned no duals for the pricing LP",
+        else f"{NO_SHADOW_PRICES}: the backend returned no duals for the pricing LP",
         notes=(*program.groups.notes, *mixed_precision_notes(tuple(pools))),
     )
     plan = with_routing(plan)  # the groups' member loads, which their attribution needs

@@ -50,7 +50,7 @@ from solver.candidates.pool_kv import pool_kv_fields
 from solver.candidates.pools import assess_pools
 from solver.candidates.table import CandidateTable
 from solver.plan.records import RegionPower, ReplicaPool
-from solver.plan.schema import Plan
+from solver.plan.schema import NO_SHADOW_PRICES, Plan
 from solver.plan.time_records import FailoverStart, Hour
 from solver.program.families.pricing import OfferTerms
 from solver.program.lp import Termination
@@ -125,7 +125,7 @@ def cut_month_plan(
         gpus=uses,
         replicas=peak_fleet(hours),
         solver=solver,
-        shadow_price_note="no shadow prices: month cut at the time limit (no program)",
+        shadow_price_note=f"{NO_SHADOW_PRICES}: month cut at the time limit (no program)",
         hours=tuple(hours),
         committed=tuple(
             c.model_copy(update={"committed_gpus": round(committed[(c.region, c.gpu)], 6)})

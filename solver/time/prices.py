@@ -27,6 +27,7 @@ which is what the plan's power table states (`site_duals`).
 
 from solver.backends.compile_memo import NUMPY_ROWS
 from solver.plan.records import Binding
+from solver.plan.schema import NO_SHADOW_PRICES
 from solver.program.build import with_bounds
 from solver.program.families.pooling import reached_steps
 from solver.program.lp import LinearProgram, SolveResult, Termination
@@ -41,7 +42,7 @@ PRICED_NOTE = (
     "the periods"
 )
 UNPRICED_NOTE = (
-    "hourly plan: no shadow prices (the pricing LP of the periods program ended {}; raise "
+    f"hourly plan: {NO_SHADOW_PRICES} (the pricing LP of the periods program ended {{}}; raise "
     "--time-limit to have them)"
 )
 
