@@ -14,6 +14,7 @@ model were ~30% of chat-3region's candidate table, asked again at every pool siz
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from models.physics.efficiency import Efficiency
 from models.physics.memory import (
@@ -52,21 +53,26 @@ def nic_bytes_per_s(config: ReplicaConfig, efficiency: Efficiency) -> float:
     return config.gpus * config.gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
 
 
+def layout_of(config: ReplicaConfig) -> dict[str, Any]:
+    """The replica's layout as the physics' layout functions take it by keyword
+    (`layout_problem`, `memory_budget` and `step_model` with its efficiency)."""
+    return {
+        "gpu": config.gpu,
+        "llm": config.llm,
+        "weight_precision": config.weight_precision,
+        "kv_precision": config.kv_precision,
+        "tp": config.tp,
+        "pp": config.pp,
+        "ep": config.ep,
+        "dp": config.dp,
+        "redundant": config.redundant_experts,
+    }
+
+
 def replica_memory_budget(config: ReplicaConfig, efficiency: Efficiency) -> MemoryBudget:
     """The memory budget of the replica's layout (`models.physics.memory.memory_budget`), with a
     speculative drafter's weights and KV cache (`models.physics.speculative.with_draft_memory`)."""
-    budget = memory_budget(
-        config.gpu,
-        config.llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        efficiency,
-        config.ep,
-        config.dp,
-        config.redundant_experts,
-    )
+    budget = memory_budget(efficiency=efficiency, **layout_of(config))
     if config.speculation is None:
         return budget
     return with_draft_memory(
@@ -76,18 +82,7 @@ def replica_memory_budget(config: ReplicaConfig, efficiency: Efficiency) -> Memo
 
 def replica_step_model(config: ReplicaConfig, efficiency: Efficiency) -> StepModel:
     """The step model of the replica's layout."""
-    return step_model(
-        config.gpu,
-        config.llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        efficiency,
-        ep=config.ep,
-        dp=config.dp,
-        redundant=config.redundant_experts,
-    )
+    return step_model(efficiency=efficiency, **layout_of(config))
 
 
 def decode_steps(
@@ -123,17 +118,7 @@ class ReplicaFit:
 def fit_replica(config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency) -> ReplicaFit:
     """Whether `config` fits its GPUs, the context window and the p99 request, and what
     its capacity reads at any pool size when it does."""
-    problem = layout_problem(
-        config.gpu,
-        config.llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        config.ep,
-        config.dp,
-        config.redundant_experts,
-    )
+    problem = layout_problem(**layout_of(config))
     if problem is not None:
         return ReplicaFit(not_fitting_capacity(config, f"{config.label}: {problem}"))
     m = MixTokens.of(mix)
