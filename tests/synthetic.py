@@ -100,6 +100,17 @@ def instance(*args: Any, **kwargs: Any) -> Instance:
     return validate_instance(data, data["name"])
 
 
+def us_eu_chat() -> Instance:
+    """One chat workload on H100s in us ($2.40 a GPU-hour, 12 requests/s) and eu ($2.90,
+    6 requests/s), 80 ms apart, surviving a region loss: the levers' small base."""
+    return instance(
+        {"us": {"h100-sxm": (64, 2.40)}, "eu": {"h100-sxm": (64, 2.90)}},
+        [workload("chat", {"us": 12.0, "eu": 6.0})],
+        links=[("us", "eu", 80.0)],
+        survive="region",
+    )
+
+
 def two_workloads() -> Instance:
     """Two H100 regions 50 ms apart surviving a region loss: chat with users in both,
     code (3,000-token prompts) in west: two workload programs, small enough for one

@@ -14,12 +14,7 @@ from tests import synthetic
 
 @pytest.fixture(scope="module")
 def base():
-    return synthetic.instance(
-        {"us": {"h100-sxm": (64, 2.40)}, "eu": {"h100-sxm": (64, 2.90)}},
-        [synthetic.workload("chat", {"us": 12.0, "eu": 6.0})],
-        links=[("us", "eu", 80.0)],
-        survive="region",
-    )
+    return synthetic.us_eu_chat()
 
 
 def test_a_levers_search_from_the_base_plan_leaves_out_the_dominated_pools(base, monkeypatch):

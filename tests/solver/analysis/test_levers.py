@@ -48,12 +48,7 @@ from tests.paths import INSTANCES
 
 @pytest.fixture(scope="module")
 def base():
-    return synthetic.instance(
-        {"us": {"h100-sxm": (64, 2.40)}, "eu": {"h100-sxm": (64, 2.90)}},
-        [synthetic.workload("chat", {"us": 12.0, "eu": 6.0})],
-        links=[("us", "eu", 80.0)],
-        survive="region",
-    )
+    return synthetic.us_eu_chat()
 
 
 def test_levers_change_only_what_they_name(base):
