@@ -183,6 +183,20 @@ def test_levers_of_a_small_program_are_solved_alone():
     assert run._probing == set()
 
 
+def spied_reductions(monkeypatch) -> list[bool]:
+    """Whether each call of by_workload.optimal_reduction from here on asked for config
+    dominance's reduction (`configs`), in order (the call itself goes through)."""
+    asked: list[bool] = []
+    reduction = by_workload.optimal_reduction
+
+    def spied(program, bounds=None, narrowed=frozenset(), configs=True):
+        asked.append(configs)
+        return reduction(program, bounds, narrowed, configs)
+
+    monkeypatch.setattr(by_workload, "optimal_reduction", spied)
+    return asked
+
+
 def test_a_group_searches_from_the_base_plan_without_the_pools_dominance_removes(monkeypatch):
     # h100 at $0.50 an hour (as above): a100 and l40s, neutral, proven together; the
     # group's whole-program search starts from the base plan and, unlike a lever's own,
@@ -191,14 +205,7 @@ def test_a_group_searches_from_the_base_plan_without_the_pools_dominance_removes
     instance = _instance(0.5)
     solved = solve_program(instance, SolveSettings.of(instance, threads=1))
     members = _members(instance, ("a100-80gb-sxm", "l40s"))
-    asked = []
-    reduction = by_workload.optimal_reduction
-
-    def spied(program, bounds=None, narrowed=frozenset(), configs=True):
-        asked.append(configs)
-        return reduction(program, bounds, narrowed, configs)
-
-    monkeypatch.setattr(by_workload, "optimal_reduction", spied)
+    asked = spied_reductions(monkeypatch)
     args = (members, instance, solved.plan.cost_per_month, None, solved.result.values)
     reduced = solve_group(*args, solved.program.lp)
     monkeypatch.setattr(lever_groups, "DOMINATED", False)

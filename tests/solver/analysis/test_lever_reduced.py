@@ -6,10 +6,10 @@ import pytest
 from solver.analysis import lever_groups, levers
 from solver.analysis.lever_edits import levers_for
 from solver.analysis.levers import LeverRun, solve_lever
-from solver.decompose import by_workload
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from tests import synthetic
+from tests.solver.analysis.test_lever_groups import spied_reductions
 
 
 @pytest.fixture(scope="module")
@@ -23,14 +23,7 @@ def test_a_levers_search_from_the_base_plan_leaves_out_the_dominated_pools(base,
     # cost: the reduction loses no optimum
     solved = solve_program(base, SolveSettings.of(base, threads=1))
     changed = next(lever for lever in levers_for(base) if lever.name == "TPOT +20%").apply(base)
-    asked = []
-    reduction = by_workload.optimal_reduction
-
-    def spied(program, bounds=None, narrowed=frozenset(), configs=True):
-        asked.append(configs)
-        return reduction(program, bounds, narrowed, configs)
-
-    monkeypatch.setattr(by_workload, "optimal_reduction", spied)
+    asked = spied_reductions(monkeypatch)
     args = ("TPOT +20%", changed, solved.plan.cost_per_month, None, None, solved.result.values)
     reduced = solve_lever(*args, reduced=True)
     whole = solve_lever(*args)
