@@ -24,6 +24,7 @@ not over the GPUs the pools hold, so a server bought for 3 busy GPUs counts 5 id
 """
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 from solver.plan.records import GroupMember, ReplicaPool
 from solver.plan.schema import Plan
@@ -93,6 +94,25 @@ def _credit(entry: ReplicaPool, workload: str) -> float:
     return entry.count * (entry.requests_per_s_per_replica or 0.0)
 
 
+def unified_credit(pools: Iterable[ReplicaPool]) -> dict[tuple[str, str], float]:
+    """(workload, region) -> what the unified pools and groups there carry of the workload
+    at the SLO, all their replicas: the denominator of its routing weights."""
+    totals: dict[tuple[str, str], float] = defaultdict(float)
+    for entry in pools:
+        if entry.role != "unified":
+            continue
+        for w in entry.workloads:
+            totals[(w, entry.region)] += _credit(entry, w)
+    return totals
+
+
+def routing_share(entry: ReplicaPool, workload: str, totals: dict[tuple[str, str], float]) -> float:
+    """The entry's routing weight for `workload`: its credit over `totals`
+    (`unified_credit`) in its region; 0 where they carry nothing."""
+    total = totals.get((workload, entry.region), 0.0)
+    return _credit(entry, workload) / total if total > 0 else 0.0
+
+
 def with_routing(plan: Plan) -> Plan:
     """The plan with every unified pool's and group's routing weight, each group member's
     peak load, and the fleet's idle fraction at peak over the GPUs paid (see the module
@@ -104,16 +124,10 @@ def with_routing(plan: Plan) -> Plan:
         for load in (none.pools if none else ())
         if load.phase == "unified"
     }
-    totals: dict[tuple[str, str], float] = defaultdict(float)
-    for entry in plan.replicas:
-        if entry.role != "unified":
-            continue
-        for w in entry.workloads:
-            totals[(w, entry.region)] += _credit(entry, w)
+    totals = unified_credit(plan.replicas)
 
     def share(entry: ReplicaPool, w: str) -> float:
-        total = totals.get((w, entry.region), 0.0)
-        return _credit(entry, w) / total if total > 0 else 0.0
+        return routing_share(entry, w, totals)
 
     def busy(w: str, region: str) -> float:
         total = totals.get((w, region), 0.0)

@@ -54,6 +54,7 @@ from solver.plan.schema import NO_SHADOW_PRICES, Plan
 from solver.plan.time_records import FailoverStart, Hour
 from solver.program.families.pricing import OfferTerms
 from solver.program.lp import Termination
+from solver.readback.groups import routing_share, unified_credit
 from solver.time.months import HELD_AND_GROWN, month_power
 from solver.time.periods import offer_terms
 from solver.time.solve import hour_cost, hour_gpus, peak_fleet, peak_gpu_use
@@ -222,23 +223,15 @@ def _grown_pools(
 
 
 def _weighted(pools: tuple[ReplicaPool, ...]) -> tuple[ReplicaPool, ...]:
-    """An hour's grown pools with their routing weights restated at their grown counts
-    (solver.readback.groups): n_p q_p(n_p) / sum n q over the pools of the workload in
-    the region. ceil(n (1 + g)) grows two pools of a region by different ratios, so the
-    month before's weights no longer hold (the verifier refused the whole month)."""
-    credit: dict[tuple[str, str], float] = {}
-    for p in pools:
-        key = (p.workload, p.region)
-        credit[key] = credit.get(key, 0.0) + p.count * (p.requests_per_s_per_replica or 0.0)
+    """An hour's grown pools with their routing weights restated at their grown counts, as
+    the read-back states them (solver.readback.groups.routing_share): n_p q_p(n_p) / sum n q
+    over the unified pools and groups of the workload in the region. ceil(n (1 + g)) grows
+    two pools of a region by different ratios, so the month before's weights no longer hold
+    (the verifier refused the whole month)."""
+    totals = unified_credit(pools)
     return tuple(
-        p.model_copy(
-            update={
-                "routing_weight": p.count
-                * (p.requests_per_s_per_replica or 0.0)
-                / credit[(p.workload, p.region)]
-            }
-        )
-        if p.routing_weight is not None and credit[(p.workload, p.region)] > 0
+        p.model_copy(update={"routing_weight": routing_share(p, p.workload, totals)})
+        if p.routing_weight is not None and totals.get((p.workload, p.region), 0.0) > 0
         else p
         for p in pools
     )
