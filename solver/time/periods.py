@@ -294,12 +294,17 @@ def _copy_into(lp: LinearProgram, program: FleetProgram, hour: int) -> None:
             raise ValueError(f"duplicate variable {own}")
         variables[own] = Variable(own, var.lower, var.upper, var.integer)
     constraints = lp.constraints
+    rename = timed.__getitem__
     for name, row in program.lp.constraints.items():
         own = name + mark
         if own in constraints:
             raise ValueError(f"duplicate constraint {own}")
+        coefficients = row.coefficients
         try:
-            terms = {timed[var]: c for var, c in row.coefficients.items() if c != 0.0}
+            if 0.0 in coefficients.values():  # a zero term to drop (add_constraint drops them)
+                terms = {timed[var]: c for var, c in coefficients.items() if c != 0.0}
+            else:  # the same terms, renamed at C speed
+                terms = dict(zip(map(rename, coefficients), coefficients.values(), strict=True))
         except KeyError as missing:
             unknown = [missing.args[0]]
             raise ValueError(f"constraint {own} uses undeclared variables {unknown}") from None
