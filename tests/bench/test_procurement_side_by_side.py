@@ -69,7 +69,8 @@ from tests.bench.tables import print_table
 
 ROOT = Path(__file__).parents[2]
 INSTANCES = ("procurement-3region", "growth-horizon")
-ROUNDS = 2
+ROUNDS = int(os.environ.get("FLEETPLAN_BENCH_ROUNDS", "2"))
+"""Solves per checkout and instance (FLEETPLAN_BENCH_ROUNDS: more where the load is high)."""
 SOLVE = "from cli.app import main; main()"
 
 
