@@ -419,9 +419,9 @@ class BlockPrograms:
         sub.variables = dict(variables)
         for name, base in integers if held else ():
             value = held.get(base)
-            if value is not None:
+            if value is not None:  # the column as `replace` makes it, without its cost
                 level = round(value)
-                sub.variables[name] = replace(variables[name], lower=level, upper=level)
+                sub.variables[name] = Variable(name, level, level, variables[name].integer)
         for cover in self.parts.blocks[index].covers if levels is not None else ():
             level = float(self.offer_of[cover.committed].per_level * levels[cover.committed])
             sub.variables[cover.committed] = Variable(cover.committed, level, level)

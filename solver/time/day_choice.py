@@ -93,9 +93,19 @@ CHOSEN_METHOD = "each pool's configuration chosen for the whole day"
 OPEN = 0.5
 
 
+_DAY = DayConfigColumn.family + "["
+"""How a day column's name begins (`family_of(name) == DayConfigColumn.family`, for a
+name with an index: the test of every column of a month's program, read at C speed)."""
+
+
+def _is_day(name: str) -> bool:
+    """`family_of(name) == DayConfigColumn.family`."""
+    return name.startswith(_DAY) or name == DayConfigColumn.family
+
+
 def day_columns(lp: LinearProgram) -> list[str]:
     """The day's configuration columns of `lp` (none: no limit, or one period)."""
-    return [name for name in lp.variables if family_of(name) == DayConfigColumn.family]
+    return list(filter(_is_day, lp.variables))
 
 
 def without_day(lp: LinearProgram, choice: dict[str, float] | None = None) -> LinearProgram:
@@ -105,15 +115,13 @@ def without_day(lp: LinearProgram, choice: dict[str, float] | None = None) -> Li
     pools' columns by their bounds, solver.decompose.by_period)."""
     fixed = LinearProgram(lp.name, objective=dict(lp.objective))
     fixed.objective_constant = lp.objective_constant
-    fixed.variables = {
-        name: var for name, var in lp.variables.items() if family_of(name) != DayConfigColumn.family
-    }
+    fixed.variables = {name: var for name, var in lp.variables.items() if not _is_day(name)}
     rows = fixed.constraints
     for name, row in lp.constraints.items():
         if row.family not in DAY_ROW_FAMILIES:
             rows[name] = row
         elif choice is not None and row.family == ConfigInDayRow.family:
-            day = [v for v in row.coefficients if family_of(v) == DayConfigColumn.family]
+            day = list(filter(_is_day, row.coefficients))
             own = {v: c for v, c in row.coefficients.items() if v not in day}
             rhs = row.rhs - sum(row.coefficients[v] * choice.get(v, 0.0) for v in day)
             rows[name] = Constraint(row.name, row.family, own, row.sense, rhs)
@@ -141,8 +149,10 @@ def choice_of(lp: LinearProgram, values: dict[str, float]) -> dict[str, float] |
             opened = {PoolUsedColumn(*pool).name(), ReplicasColumn(*pool).name()} & running
             choice[name] = 1.0 if opened else 0.0
     for row in lp.constraints.values():
+        if row.family != ConfigsPerDayRow.family:
+            continue
         opened = sum(choice.get(v, 0.0) for v in row.coefficients)
-        if row.family == ConfigsPerDayRow.family and opened > row.rhs + 1e-9:
+        if opened > row.rhs + 1e-9:
             return None
     return choice
 

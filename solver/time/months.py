@@ -57,6 +57,7 @@ from solver.stages import candidate_table, verified
 from solver.time.failover import error_budgets
 from solver.time.periods import TimeProgram
 from solver.verify.hours import verify_hours
+from solver.verify.months import keep_hour_checks
 
 HELD_AND_GROWN = "the month before's hours held and grown by (1 + g) a month, no program"
 """A month cut at the time limit planned in closed form (solver.time.cut_month): its
@@ -84,6 +85,7 @@ def verification_kept(
     if settings.deadline.expired():  # every later month is cut: nothing to keep time for
         return 0.0
     started = time.monotonic()
+    keep_hour_checks(instance)  # its hours' checks again in the horizon's verification
     verified(plan, verify_hours(instance, plan), "plan for month 0")
     return VERIFY_MARGIN * months * (time.monotonic() - started)
 

@@ -106,17 +106,21 @@ class TimeProgram:
     def period_values(self, values: dict[str, float], period: int) -> dict[str, float]:
         """The values of one period under the static program's names (`values`: a
         solution of `lp`, which names every column)."""
-        names = self._columns_by_period.get(period, ())
-        return {base: values[name] for name, base in names if name in values}
+        names = self._columns_by_period.get(period, ([], []))
+        if all(map(values.__contains__, names[0])):  # a solution of `lp`: every column
+            return dict(zip(names[1], map(values.__getitem__, names[0]), strict=True))
+        return {base: values[name] for name, base in zip(*names, strict=True) if name in values}
 
     @cached_property
-    def _columns_by_period(self) -> dict[int | None, list[tuple[str, str]]]:
-        """Period -> (column, static name) of its columns, the names parsed once (the
-        read-back and the pricing LP ask for every period's values)."""
-        found: dict[int | None, list[tuple[str, str]]] = {}
+    def _columns_by_period(self) -> dict[int | None, tuple[list[str], list[str]]]:
+        """Period -> its columns and their static names, in order, the names parsed once
+        (the read-back and the pricing LP ask for every period's values)."""
+        found: dict[int | None, tuple[list[str], list[str]]] = {}
         for name in self.lp.variables:
             base, hour, _ = split_timed(name)
-            found.setdefault(hour, []).append((name, base))
+            columns, bases = found.setdefault(hour, ([], []))
+            columns.append(name)
+            bases.append(base)
         return found
 
 
@@ -294,12 +298,17 @@ def _copy_into(lp: LinearProgram, program: FleetProgram, hour: int) -> None:
             raise ValueError(f"duplicate variable {own}")
         variables[own] = Variable(own, var.lower, var.upper, var.integer)
     constraints = lp.constraints
+    rename = timed.__getitem__
     for name, row in program.lp.constraints.items():
         own = name + mark
         if own in constraints:
             raise ValueError(f"duplicate constraint {own}")
+        coefficients = row.coefficients
         try:
-            terms = {timed[var]: c for var, c in row.coefficients.items() if c != 0.0}
+            if 0.0 in coefficients.values():  # a zero term to drop (add_constraint drops them)
+                terms = {timed[var]: c for var, c in coefficients.items() if c != 0.0}
+            else:  # the same terms, renamed at C speed
+                terms = dict(zip(map(rename, coefficients), coefficients.values(), strict=True))
         except KeyError as missing:
             unknown = [missing.args[0]]
             raise ValueError(f"constraint {own} uses undeclared variables {unknown}") from None

@@ -92,7 +92,7 @@ from solver.verify.hour_idle import check_idle_fraction
 from solver.verify.hour_reports import stated_report_figures
 from solver.verify.hour_rows import check_binding_times, with_binding_times
 from solver.verify.hour_scenarios import check_hour_table, check_peak_table
-from solver.verify.months import check_months, unmatched_time
+from solver.verify.months import check_months, hour_checks, unmatched_time
 from solver.verify.totals import money_close
 from solver.verify.verdict import agrees
 
@@ -123,7 +123,7 @@ def verify_hours(instance: Instance, plan: Plan, walked: bool = False) -> Verifi
     warm = warm_grid(instance)
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
     cost_per_day = 0.0
-    cache: dict = {}
+    cache = {} if walked else hour_checks(instance)  # month 0 verified alone first: kept
     budget_used: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
     for index, hour in enumerate(plan.hours):
         at = hour.hour

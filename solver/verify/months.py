@@ -3,6 +3,7 @@ verified on its own, at its own demand, and the procurement rules between months
 (see solver.verify.hours, step 5), each month's stated growth factor the largest (1 + g)^m."""
 
 import math
+import threading
 from collections.abc import Callable
 
 from models.operations.procurement import month_factors, month_instance
@@ -18,6 +19,35 @@ from solver.verify.site import whole_unit_kw
 from solver.verify.totals import money_close
 
 GPU_TOLERANCE = 1e-6
+
+_KEPT: list[list] = []
+"""[instance, its hour checks, uses left] of `keep_hour_checks`, at most one."""
+_KEPT_LOCK = threading.Lock()
+
+
+def keep_hour_checks(instance: Instance, uses: int = 2) -> None:
+    """Keep the hour verifier's checks of `instance` (the object itself: it is frozen) for
+    its next `uses` verifications (solver.verify.hours.verify_hours, `hour_checks`): a
+    horizon's month 0 is verified alone first (solver.time.months.verification_kept) and
+    again within the horizon's verification, whose month-0 hours then find their checks
+    made. Another instance kept replaces it."""
+    with _KEPT_LOCK:
+        _KEPT[:] = [[instance, {}, uses]]
+
+
+def hour_checks(instance: Instance) -> dict:
+    """The memo of a verification of `instance`'s hours (solver.verify.hours: each hour's
+    static verification and scenario table keyed by the hour's rates and pools, the
+    pools' physics by configuration: values of one instance, whatever the plan): the one
+    `keep_hour_checks` keeps for it while it has uses left, else a new one."""
+    with _KEPT_LOCK:
+        if not _KEPT or _KEPT[0][0] is not instance:
+            return {}
+        kept = _KEPT[0]
+        kept[2] -= 1
+        if kept[2] <= 0:
+            _KEPT.clear()
+        return kept[1]
 
 
 def unmatched_time(instance: Instance, plan: Plan, verdict: Verification) -> Verification:

@@ -52,6 +52,25 @@ changed, timed old against new on the same inputs (solver.backends.shared_rows a
 solver.time.periods._copy_into say how), add up to about 0.5 s of ~20. Every plan the
 same, JSON for JSON but for its timings (optimal, $91,405.73/month and $1,489,876.47
 over the horizon; $26,163.20 and $429,682.87), the same period solves and master rounds.
+
+Measured at stop 27 (proc27 against main 231af44c, FLEETPLAN_BENCH_LIMIT=1500,
+FLEETPLAN_BENCH_ROUNDS=3, load 6.5-7.3 with four engineers' runs beside it), median CPU
+of 3 interleaved: procurement-3region base 21.12 s, this 20.12 s (0.953; wall 31.2 and
+39.3 s), growth-horizon base 22.34 s, this 20.47 s (0.916; wall 45.3 and 37.6 s), the
+same plans ($91,405.73/month, $1,489,876.47 over the horizon; $26,163.20 and
+$429,682.87). The parts changed, timed old against new on the same inputs: the horizon's
+verification with month 0's hour checks kept from its verification alone
+(solver.verify.months.keep_hour_checks) 1.90 -> 1.69 s (procurement) and 2.61-2.75 ->
+2.24-2.41 s (growth, 3 pairs); a month's 21 period copies 28 -> 22 ms. What was measured
+and left (solver time is about 6 of procurement's 21 s of CPU and 8.4 of growth's 17-20;
+the rest is Python spread over the build, the block compiles, the read-back and the
+verifier): no block program is solved twice (growth: 1,198 MIP solves, none the same
+arrays, start and gap; 11 the same but for start or gap, 0.16 s), so a memo by digest
+has nothing left to take; the held fleet's plan is 5-60% dearer than each month's
+answer (never within the gap of the priced bound), so no pass after it can be skipped;
+the dearer day choice's LP bound is below the cutoff in every month (87-137k against
+110-136k), so its priced pass cannot be skipped either; the collector at 10,000 young
+objects costs 0.5 s (103 young, 9 middle, 1 full collection: 0.27, 0.20, 0.06 s).
 """
 
 import json
@@ -69,7 +88,8 @@ from tests.bench.tables import print_table
 
 ROOT = Path(__file__).parents[2]
 INSTANCES = ("procurement-3region", "growth-horizon")
-ROUNDS = 2
+ROUNDS = int(os.environ.get("FLEETPLAN_BENCH_ROUNDS", "2"))
+"""Solves per checkout and instance (FLEETPLAN_BENCH_ROUNDS: more where the load is high)."""
 SOLVE = "from cli.app import main; main()"
 
 
