@@ -11,6 +11,16 @@ Instances: instances/zipf-20-models.yaml (20 models, co-location at peak),
 tests/bench/test_colocation_bench.py's 20 Zipf fine-tunes surviving a region, and
 tests/fixtures/colocation-3-months.yaml (three small workloads sharing H100s over 10
 periods a day and 3 months: templates built per period from what earlier builds learnt).
+
+Tried and left out (zipf-20-models, counting the physics' runs, the same templates):
+- Column generation's checks at the peaks (36 runs, as many as the supports' searches
+  now) in another order within a round, so that one check's answer settles others on
+  the same edge (the round's later checks alike and below a check run first: nearest
+  first 36, lowest first 44, the median of those comparable 34, a guess of the outcome
+  from the loads seen 33). An oracle knowing every answer needs about 20, but most of
+  the saving lies across rounds, whose order is the search's path.
+- Extrapolating the secant along one side's last two probes where the bracket's other
+  end has no ratio (it is answered by the edge): 32 runs either way.
 """
 
 import json
