@@ -245,11 +245,12 @@ def build_groups(
     for gpu in gpus:
         options = {w: [_Option(w, c, peaks[w]) for c in lone[w] if c.gpu == gpu] for w in tail}
         usable = [w for w in tail if options[w]]
+        needs: dict[tuple[str, Precision], float] = {}
         for size in range(2, MAX_GROUP_SIZE + 1):
             for names in itertools.combinations(usable, size):
                 check_deadline(settings)
                 group = _common_layout([options[w] for w in names])
-                if group is None or not _fits(instance, group):
+                if group is None or not _fits(instance, group, needs):
                     continue
                 if math.fsum(o.fraction for o in group) <= 1.0 and math.isfinite(month[gpu]):
                     groups[Packing(frozenset(names), gpu, month[gpu])] = group
@@ -340,18 +341,21 @@ def _common_layout(options: Sequence[Sequence[_Option]]) -> tuple[_Option, ...] 
     return tuple(p[best] for p in pairs)
 
 
-def _fits(instance: Instance, group: Sequence[_Option]) -> bool:
-    """sum_w (weights_w + reserve) <= HBM: the cheap memory pre-filter."""
+def _fits(
+    instance: Instance, group: Sequence[_Option], needs: dict[tuple[str, Precision], float]
+) -> bool:
+    """sum_w (weights_w + reserve) <= HBM: the cheap memory pre-filter. `needs`: each
+    member's weights + reserve on the group's GPU type by (workload, weight precision),
+    kept across the groups of one GPU type (C(n, 2) + C(n, 3) groups, n workloads)."""
     config = group[0].candidate.config
-    efficiency = efficiency_for(
-        config.gpu, config.weight_precision, instance.efficiency, instance.engine
-    )
-    reserve = config.gpu.hbm_bytes * efficiency.memory_reserve_fraction
-    weights = math.fsum(
-        weight_bytes_per_gpu(o.candidate.config.llm, config.weight_precision, 1, 1) + reserve
-        for o in group
-    )
-    return weights <= config.gpu.hbm_bytes
+    precision = config.weight_precision
+    for o in group:
+        if (o.workload, precision) not in needs:
+            efficiency = efficiency_for(config.gpu, precision, instance.efficiency, instance.engine)
+            reserve = config.gpu.hbm_bytes * efficiency.memory_reserve_fraction
+            weights = weight_bytes_per_gpu(o.candidate.config.llm, precision, 1, 1)
+            needs[(o.workload, precision)] = weights + reserve
+    return math.fsum(needs[(o.workload, precision)] for o in group) <= config.gpu.hbm_bytes
 
 
 def _physics(instance: Instance, group: Sequence[_Option]):
