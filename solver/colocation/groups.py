@@ -43,7 +43,9 @@ rise with every member's load), so a group replica carries any loads l_w <= a[w,
 member by member: a[w,t] is safe as a per-replica coefficient in the program's linear
 capacity rows. The conservative side: s* is found by `SEARCH_STEPS` halvings keeping the
 feasible end, and a group replica is credited as a lone replica (no pooling gain from
-its neighbours).
+its neighbours). The s* of those halvings is found with fewer runs of the physics
+(`solver.colocation.capacity_search`: the same grid point, probed where the evaluations'
+distance from the bound predicts the edge).
 """
 
 import itertools
@@ -66,6 +68,7 @@ from solver.decompose.linked import linked_groups
 from solver.settings import SolveSettings
 
 if TYPE_CHECKING:  # the co-location physics loads when a group is evaluated (issue 19)
+    from models.colocation.coresident import GroupEvaluation
     from models.colocation.load_edge import EdgeView, LoadEdge
     from models.colocation.shared_layout import SharedLayout
 
@@ -242,17 +245,19 @@ def build_groups(
     for gpu in gpus:
         options = {w: [_Option(w, c, peaks[w]) for c in lone[w] if c.gpu == gpu] for w in tail}
         usable = [w for w in tail if options[w]]
+        needs: dict[tuple[str, Precision], float] = {}
         for size in range(2, MAX_GROUP_SIZE + 1):
             for names in itertools.combinations(usable, size):
                 check_deadline(settings)
                 group = _common_layout([options[w] for w in names])
-                if group is None or not _fits(instance, group):
+                if group is None or not _fits(instance, group, needs):
                     continue
                 if math.fsum(o.fraction for o in group) <= 1.0 and math.isfinite(month[gpu]):
                     groups[Packing(frozenset(names), gpu, month[gpu])] = group
 
     kinds = {w: _kind(instance, lone[w][0]) for w in tail}
     checked: Edges = {}  # this build's checks alone: the search's path is its own
+    at_peaks: dict[tuple[str, ...], GroupEvaluation] = {}  # the physics' runs at the peaks
     views: dict[Packing, EdgeView] = {}
 
     def checks(packing: Packing) -> "EdgeView":
@@ -263,7 +268,7 @@ def build_groups(
     def evaluate(packing: Packing) -> float | None:
         # one check at the peaks (s* >= 1 or not): the bisection only for the support
         group = groups[packing]
-        meets = _meets_at_peak(instance, group, factor, edges, kinds)
+        meets = _meets_at_peak(instance, group, factor, edges, kinds, at_peaks)
         checks(packing).record(_peaks(group), meets)
         return 1.0 if meets else None
 
@@ -281,7 +286,7 @@ def build_groups(
     templates: list[Template] = []
     for packing in search.support:
         check_deadline(settings)
-        template = _evaluate(instance, groups[packing], factor, edges, kinds)
+        template = _evaluate(instance, groups[packing], factor, edges, kinds, at_peaks)
         if template is not None:
             templates.append(template)
     kept = tuple(templates)
@@ -336,18 +341,21 @@ def _common_layout(options: Sequence[Sequence[_Option]]) -> tuple[_Option, ...] 
     return tuple(p[best] for p in pairs)
 
 
-def _fits(instance: Instance, group: Sequence[_Option]) -> bool:
-    """sum_w (weights_w + reserve) <= HBM: the cheap memory pre-filter."""
+def _fits(
+    instance: Instance, group: Sequence[_Option], needs: dict[tuple[str, Precision], float]
+) -> bool:
+    """sum_w (weights_w + reserve) <= HBM: the cheap memory pre-filter. `needs`: each
+    member's weights + reserve on the group's GPU type by (workload, weight precision),
+    kept across the groups of one GPU type (C(n, 2) + C(n, 3) groups, n workloads)."""
     config = group[0].candidate.config
-    efficiency = efficiency_for(
-        config.gpu, config.weight_precision, instance.efficiency, instance.engine
-    )
-    reserve = config.gpu.hbm_bytes * efficiency.memory_reserve_fraction
-    weights = math.fsum(
-        weight_bytes_per_gpu(o.candidate.config.llm, config.weight_precision, 1, 1) + reserve
-        for o in group
-    )
-    return weights <= config.gpu.hbm_bytes
+    precision = config.weight_precision
+    for o in group:
+        if (o.workload, precision) not in needs:
+            efficiency = efficiency_for(config.gpu, precision, instance.efficiency, instance.engine)
+            reserve = config.gpu.hbm_bytes * efficiency.memory_reserve_fraction
+            weights = weight_bytes_per_gpu(o.candidate.config.llm, precision, 1, 1)
+            needs[(o.workload, precision)] = weights + reserve
+    return math.fsum(needs[(o.workload, precision)] for o in group) <= config.gpu.hbm_bytes
 
 
 def _physics(instance: Instance, group: Sequence[_Option]):
@@ -412,8 +420,11 @@ def _meets_at_peak(
     factor: float,
     edges: "Edges",
     kinds: dict[str, str],
+    at_peaks: "dict[tuple[str, ...], GroupEvaluation] | None" = None,
 ) -> bool:
-    """Whether one group replica carries every member's peak within its SLO (s* >= 1)."""
+    """Whether one group replica carries every member's peak within its SLO (s* >= 1);
+    where the physics ran, its evaluation is kept in `at_peaks` under the members'
+    names (the template's capacity search starts from it: `_evaluate`)."""
     from models.colocation.coresident import evaluate_group
 
     edge = _edge(kinds, edges, group)
@@ -422,9 +433,11 @@ def _meets_at_peak(
     if known is not None:
         return known
     layout, members, efficiency = _physics(instance, group)
-    meets = evaluate_group(layout, members, efficiency, factor).meets_slo
-    edge.record(loads, meets)
-    return meets
+    found = evaluate_group(layout, members, efficiency, factor)
+    edge.record(loads, found.meets_slo)
+    if at_peaks is not None:
+        at_peaks[tuple(o.workload for o in group)] = found
+    return found.meets_slo
 
 
 def _evaluate(
@@ -433,19 +446,25 @@ def _evaluate(
     factor: float,
     edges: "Edges",
     kinds: dict[str, str],
+    at_peaks: "dict[tuple[str, ...], GroupEvaluation] | None" = None,
 ):
-    """The template of `group` at its members' peaks, or None when it cannot be shared."""
-    from models.colocation.coresident import group_capacity
+    """The template of `group` at its members' peaks, or None when it cannot be shared:
+    `models.colocation.coresident.group_capacity`'s s* and limit, found with fewer runs of
+    the physics (`solver.colocation.capacity_search`), from the evaluation at the peaks
+    where column generation ran one (`at_peaks`)."""
+    from solver.colocation.capacity_search import guided_capacity
 
     layout, members, efficiency = _physics(instance, group)
     config = group[0].candidate.config
-    found = group_capacity(
+    peak = (at_peaks or {}).get(tuple(o.workload for o in group))
+    found = guided_capacity(
         layout,
         members,
         efficiency,
         factor,
-        bisection_steps=SEARCH_STEPS,
-        known=_edge(kinds, edges, group),
+        SEARCH_STEPS,
+        _edge(kinds, edges, group),
+        {} if peak is None else {1.0: peak},
     )
     if not found.feasible:
         return None

@@ -81,11 +81,12 @@ def swapped_templates(
     for gpu in sorted({c.gpu for w in tail for c in lone[w]}):
         options = {w: [_Option(w, c, peaks[w]) for c in lone[w] if c.gpu == gpu] for w in tail}
         usable = [w for w in tail if options[w]]
+        known: dict = {}
         for size in range(2, MAX_GROUP_SIZE + 1):
             for names in itertools.combinations(usable, size):
                 check_deadline(settings)
                 group = _common_layout([options[w] for w in names])
-                if group is None or not _worth_evaluating(instance, group):
+                if group is None or not _worth_evaluating(instance, group, known):
                     continue
                 if budget == 0:
                     return templates
@@ -96,15 +97,21 @@ def swapped_templates(
     return templates
 
 
-def _worth_evaluating(instance: Instance, group) -> bool:
-    """The cheap pre-filters of the module docstring."""
+def _worth_evaluating(instance: Instance, group, known: dict) -> bool:
+    """The cheap pre-filters of the module docstring. `known`: the reserve by weight
+    precision and each member's weights by (workload, weight precision), kept across
+    the groups of one GPU type."""
     config = group[0].candidate.config
-    gpu = config.gpu
-    efficiency = efficiency_for(gpu, config.weight_precision, instance.efficiency, instance.engine)
-    reserve = gpu.hbm_bytes * efficiency.memory_reserve_fraction
-    weights = [
-        weight_bytes_per_gpu(o.candidate.config.llm, config.weight_precision, 1, 1) for o in group
-    ]
+    gpu, precision = config.gpu, config.weight_precision
+    if precision not in known:
+        efficiency = efficiency_for(gpu, precision, instance.efficiency, instance.engine)
+        known[precision] = gpu.hbm_bytes * efficiency.memory_reserve_fraction
+    reserve = known[precision]
+    for o in group:
+        if (o.workload, precision) not in known:
+            llm = o.candidate.config.llm
+            known[(o.workload, precision)] = weight_bytes_per_gpu(llm, precision, 1, 1)
+    weights = [known[(o.workload, precision)] for o in group]
     if math.fsum(weights) + len(group) * reserve <= gpu.hbm_bytes:
         return False  # co-resident: solver.colocation.groups offers it without swapping
     if max(weights) + len(group) * reserve > gpu.hbm_bytes:

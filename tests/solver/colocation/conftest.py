@@ -14,7 +14,9 @@ EDGE_RPS = 10.0
 @pytest.fixture
 def physics(monkeypatch):
     """The loads the stand-in physics was asked at; they meet the SLO while they sum to
-    at most EDGE_RPS, and past it the TPOT of the first member breaks."""
+    at most EDGE_RPS, and past it the TPOT of the first member breaks. It reports no
+    member's operating point, so a template's capacity search halves its bracket as
+    the bisection does (solver.colocation.capacity_search: no ratio to guide it)."""
     asked: list[tuple[float, ...]] = []
 
     def evaluate_group(layout, members, efficiency, factor, pool=1):
@@ -23,6 +25,8 @@ def physics(monkeypatch):
         asked.append(loads)
         meets = sum(loads) <= EDGE_RPS
         return SimpleNamespace(
+            stable=True,
+            members=(),
             meets_slo=meets,
             limit=None if meets else Limit.TPOT,
             limiting_member=None if meets else members[0].name,

@@ -75,8 +75,8 @@ def evaluated(monkeypatch):
     a group carries twice its members' peaks."""
     calls: list[tuple[tuple[str, float], ...]] = []
 
-    def evaluate(instance, group, factor, edges, kinds):
-        del factor, edges, kinds
+    def evaluate(instance, group, factor, edges, kinds, at_peaks=None):
+        del factor, edges, kinds, at_peaks
         calls.append(tuple((o.workload, o.peak_requests_per_s) for o in group))
         layout, members, _ = groups._physics(instance, group)
         config = group[0].candidate.config
@@ -94,7 +94,7 @@ def evaluated(monkeypatch):
 
     monkeypatch.setattr(groups, "_evaluate", evaluate)
     monkeypatch.setattr(
-        groups, "_meets_at_peak", lambda instance, group, factor, edges, kinds: True
+        groups, "_meets_at_peak", lambda instance, group, factor, edges, kinds, at_peaks: True
     )
     return calls
 
