@@ -60,9 +60,13 @@ test: bytecode lint $(BROWSER_STAMP)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 2
 
 
-# The calibration report (on calibration/data, shipped in the repo) and solver scaling.
+# The calibration report (on calibration/data, shipped in the repo) and solver scaling;
+# then every property test of the suite (hypothesis's `hypothesis` mark) at the thorough
+# profile: 500 examples where a test names no max_examples, 50 under `make test`
+# (tests/conftest.py).
 bench: bytecode
 	$(BIN)/python -m pytest tests/bench -q -s -p no:cacheprovider --override-ini addopts=
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider -m hypothesis --hypothesis-profile thorough
 
 # The README's figures, recomputed by the commands beside them and written back (the slow
 # checks too); `make test` checks the fast ones (tests/test_readme.py).

@@ -17,8 +17,15 @@ from tests.schedule import slow_first
 # No hypothesis example is timed (hypothesis's default deadline is 200 ms a call): a time
 # is no assertion of the suite's (tests/bench measures speed), and on a loaded machine a
 # quick property failed on its deadline (test_expert_parallel's imbalance, 256 ms at a
-# load of ~8 on 2 cores). A test's own @settings still sets whatever else it says.
-settings.register_profile("suite", deadline=None)
+# load of ~8 on 2 cores). A property that names no max_examples draws SUITE_EXAMPLES in
+# `make test` (hypothesis's 100 were ~37 tests' 7.6 s of CPU in tests/cli, tests/models
+# and the top level alone), and THOROUGH_EXAMPLES under `make bench`, which runs every
+# property test again with `--hypothesis-profile thorough`. A test's own @settings still
+# sets whatever it says (max_examples included: those are sized to their cost already).
+SUITE_EXAMPLES = 50
+THOROUGH_EXAMPLES = 500
+settings.register_profile("suite", deadline=None, max_examples=SUITE_EXAMPLES)
+settings.register_profile("thorough", deadline=None, max_examples=THOROUGH_EXAMPLES)
 settings.load_profile("suite")
 
 

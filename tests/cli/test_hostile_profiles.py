@@ -13,12 +13,27 @@ RUNS = "model,gpu,precision,tp,isl,osl,concurrency,output_tok_s,ttft_mean_ms,tpo
 PERF = ("perf", "-g", "h100-sxm", "-i", "1000", "-o", "200", "-m", "llama-3.1-8b")
 
 
-def _written(run_cli, folder) -> dict:
-    runs = folder / "runs.csv"
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory) -> str:
+    """The profile `calibrate` writes from one 16-user run, as text: fitted once for the
+    module's six tests that read or tamper with it (a fit each was ~0.45 s of CPU)."""
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    folder = tmp_path_factory.mktemp("calibrated")
+    runs, path = folder / "runs.csv", folder / "fitted.yaml"
     runs.write_text(RUNS + "llama-3.1-8b,h100-sxm,fp8,1,1000,200,16,2500,80,6\n")
-    path = folder / "fitted.yaml"
-    run_checked(run_cli, "calibrate", runs, "-o", path, "--no-leave-one-out", code=0)
-    return yaml.safe_load(path.read_text())
+    argv = ["calibrate", str(runs), "-o", str(path), "--no-leave-one-out"]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    return path.read_text()
+
+
+def _written(calibrated: str, folder) -> dict:
+    """`calibrated` written to FOLDER/fitted.yaml, and read."""
+    (folder / "fitted.yaml").write_text(calibrated)
+    return yaml.safe_load(calibrated)
 
 
 @pytest.mark.parametrize(
@@ -30,9 +45,9 @@ def _written(run_cli, folder) -> dict:
     ],
 )
 def test_a_profile_factor_past_its_bound_is_refused_naming_it(
-    run_cli, tmp_path, factor, value, said
+    run_cli, tmp_path, calibrated, factor, value, said
 ):
-    document = _written(run_cli, tmp_path)
+    document = _written(calibrated, tmp_path)
     document["by_key"]["default"][factor] = value
     path = tmp_path / "tampered.yaml"
     path.write_text(yaml.safe_dump(document))
@@ -40,8 +55,8 @@ def test_a_profile_factor_past_its_bound_is_refused_naming_it(
     run_checked(run_cli, *PERF, "--engine", path, needles=needles)
 
 
-def test_the_profile_calibrate_writes_is_read_back(run_cli, tmp_path):
-    _written(run_cli, tmp_path)
+def test_the_profile_calibrate_writes_is_read_back(run_cli, tmp_path, calibrated):
+    _written(calibrated, tmp_path)
     run_checked(run_cli, *PERF, "--engine", tmp_path / "fitted.yaml", code=0)
 
 
@@ -72,8 +87,10 @@ def test_calibrate_writes_no_profile_it_would_refuse(run_cli, tmp_path):
     ],
     ids=["base-sixty", "key-twice"],
 )  # fmt: skip
-def test_a_profile_file_is_read_as_strictly_as_an_instance(run_cli, tmp_path, old, new, said):
-    document = _written(run_cli, tmp_path)
+def test_a_profile_file_is_read_as_strictly_as_an_instance(
+    run_cli, tmp_path, calibrated, old, new, said
+):
+    document = _written(calibrated, tmp_path)
     document["by_key"]["default"]["prefill_chunk_tokens"] = 8192
     text = yaml.safe_dump(document, sort_keys=False).replace(old, new, 1)
     assert new in text

@@ -71,9 +71,18 @@ def test_perf_gives_numbers_and_a_limit_for_every_model_on_every_gpu(run_cli, mo
     assert data["output_tokens_per_s_per_gpu"] == pytest.approx(
         data["output_tokens_per_s"] / (tp * pp)
     )
-    table = run_cli(*args, "--tp", tp, "--pp", pp)
-    assert table.exit_code == ExitCode.OK
-    assert "limit" in table.stdout
+    if model in TABLE_MODEL_ON_EVERY_GPU or gpu in TABLE_GPU_FOR_EVERY_MODEL:
+        table = run_cli(*args, "--tp", tp, "--pp", pp)
+        assert table.exit_code == ExitCode.OK
+        assert "limit" in table.stdout
+
+
+TABLE_MODEL_ON_EVERY_GPU = ("llama-3.1-8b",)
+TABLE_GPU_FOR_EVERY_MODEL = ("h200",)
+"""The cases whose terminal table is drawn as well: a model that fits on every GPU, on
+each, and every model on a GPU of 141 GiB (the table's code is the same for each pair;
+the numbers it prints are the JSON's, checked for every pair; a table for all 266 pairs
+was half the module's CPU)."""
 
 
 def test_offline_maximum_throughput_without_slo_flags(run_cli):

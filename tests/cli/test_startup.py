@@ -1,6 +1,8 @@
 """Start-up: the command line imports only what the command it runs needs (issue 19).
 
-Not timed (timings live in `make bench`): these check which modules get imported.
+Not timed (timings live in `make bench`): these check which modules get imported. What
+importing the app and a one-model, one-region solve import (no graph library among them)
+is tests/test_imports.py's.
 """
 
 import ast
@@ -11,35 +13,34 @@ import sys
 import pytest
 
 from cli import app as cli_app
-from tests.paths import ONE_MODEL_ONE_REGION
 
-HEAVY = ("highspy", "ortools", "pulp", "networkx", "numpy", "solver")
+HELP_AND_CATALOG = (("--help",), ("catalog", "gpus"), ("solve", "--help"))
+"""Commands that answer without solving. (What importing the app loads is
+tests/test_imports.py's test_importing_the_app_imports_no_solver_library_nor_numpy.)"""
 
 
-def _imported_after(code: str) -> set[str]:
-    """Top-level package names in sys.modules after running `code` in a fresh interpreter."""
-    probe = f"{code}\nimport sys\nprint(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+def test_help_and_catalog_load_no_solver_backend():
+    """The commands run one after the other in one fresh interpreter (a process each was
+    0.4 to 1.2 s of CPU), the packages loaded printed after each: a package none loaded
+    is in no list, and one a command loaded is named with the first command it is new
+    after, as a process of its own would have named it."""
+    code = "import sys\nfrom cli.app import main\n"
+    for argv in HELP_AND_CATALOG:
+        code += (
+            f"sys.argv = ['fleetplan', *{argv!r}]\n"
+            "try:\n    main()\nexcept SystemExit as stop:\n    assert not stop.code, stop.code\n"
+            "print('LOADED', ' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
+        )
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
     )
     assert result.returncode == 0, result.stderr
-    return set(result.stdout.splitlines()[-1].split())
-
-
-def test_importing_the_app_imports_no_solver_backend():
-    loaded = _imported_after("import cli.app")
-    assert not loaded & set(HEAVY), loaded & set(HEAVY)
-
-
-@pytest.mark.parametrize("argv", [["--help"], ["catalog", "gpus"], ["solve", "--help"]])
-def test_help_and_catalog_load_no_solver_backend(argv):
-    code = (
-        "import sys\nfrom cli.app import main\n"
-        f"sys.argv = ['fleetplan', *{argv!r}]\n"
-        "try:\n    main()\nexcept SystemExit as stop:\n    assert not stop.code, stop.code\n"
-    )
-    loaded = _imported_after(code)
-    assert not loaded & {"highspy", "ortools", "pulp"}, loaded
+    after = [set(line.split()[1:]) for line in result.stdout.splitlines() if line[:7] == "LOADED "]
+    assert len(after) == len(HELP_AND_CATALOG)
+    before: set[str] = set()
+    for argv, loaded in zip(HELP_AND_CATALOG, after, strict=True):
+        assert not (loaded - before) & {"highspy", "ortools", "pulp"}, (argv, loaded - before)
+        before = loaded
 
 
 def test_every_command_summary_is_its_docstring_first_sentence():
@@ -54,18 +55,6 @@ def test_an_unknown_command_is_refused(run_cli):
     result = run_cli("solv")
     assert result.exit_code == 2
     assert "No such command" in result.stderr
-
-
-def test_a_one_region_solve_imports_no_graph_library():
-    instance = ONE_MODEL_ONE_REGION
-    code = (
-        "import sys\nfrom cli.app import main\n"
-        f"sys.argv = ['fleetplan', 'solve', {str(instance)!r}]\n"
-        "try:\n    main()\nexcept SystemExit as stop:\n    assert not stop.code, stop.code\n"
-    )
-    loaded = _imported_after(code)
-    assert "solver" in loaded  # it did solve
-    assert "networkx" not in loaded
 
 
 def test_each_backend_name_loads_its_own_class_and_only_it():
