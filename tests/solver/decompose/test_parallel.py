@@ -4,7 +4,6 @@ process, and the plan says how many processes solved it."""
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -203,17 +202,43 @@ def test_a_fresh_command_forks_its_workers():
     assert done.stdout.split() == ["fork", "spawn"]
 
 
+FORKING_COMMAND = """
+import sys
+import solver.decompose.parallel as parallel
+
+parallel.PARALLEL_MIN_INTEGERS = 0  # workers for a small instance too
+parallel.idle_cores = lambda: 2.0  # and whatever else keeps the machine's cores busy
+started = parallel.new_pool
+
+def new_pool(processes, method):
+    print("pool", processes, method, file=sys.stderr)
+    return started(processes, method)
+
+parallel.new_pool = new_pool
+from cli.app import main
+
+main()
+"""
+"""`fleetplan ARGS` in a fresh process with workers for any instance on any load, saying
+on stderr how each pool of workers was started."""
+
+
 @two_cores
 def test_forked_workers_give_the_plan_of_this_process(tmp_path):
-    """`fleetplan solve` in a fresh process (forked workers, 10 regions x 6 workloads x 4
-    GPU types generated: 6 workload programs of 594 integer variables in all, over
-    parallel.PARALLEL_MIN_INTEGERS, in 2 processes) writes the plan `solve` gives here."""
-    data = generated_data(10, 6, 4, survive="none")
+    """`fleetplan solve` in a fresh process (a command's own start: it forks its workers;
+    the size and load thresholds lifted, FORKING_COMMAND, so that 4 regions x 2 workloads
+    x 2 GPU types generated go to 2 worker processes) writes the plan `solve` gives here.
+    The same path as a 10 x 6 x 4 instance over parallel.PARALLEL_MIN_INTEGERS took, at
+    under a tenth of its CPU: the stderr line shows the pool was forked, the plan's method
+    that its 2 processes solved the workloads."""
+    data = generated_data(4, 2, 2, survive="none")
     source = tmp_path / "gen.json"
     source.write_text(json.dumps(data), encoding="utf-8")
     out = tmp_path / "plan.json"
-    command = [str(Path(sys.executable).with_name("fleetplan")), "solve", str(source)]
-    subprocess.run([*command, "--json", str(out)], capture_output=True, check=True, timeout=120)
+    command = [sys.executable, "-c", FORKING_COMMAND, "solve", str(source), "--json", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=120)
+    assert "pool 2 fork" in done.stderr.splitlines()
     forked = json.loads(out.read_text(encoding="utf-8"))
+    assert forked["solver"]["method"].endswith("solved in 2 parallel processes")
     here = solve(validate_instance(data, data["name"]))
     assert forked["cost_per_month"] == pytest.approx(here.cost_per_month, rel=1e-3)
