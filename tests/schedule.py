@@ -13,75 +13,71 @@ it; then the slow modules, slowest first; the ~3,000 tests of a few milliseconds
 last and even out the end. Within a module the order is the file's (its module
 fixtures are built once).
 
-The costs (CPU seconds a module took in the default suite at b13eeebf, its child
-processes' included, two runs at a load of 6 to 8 averaged; test_parallel's after its
-kept pool) only order the list: a module missing from it runs in file order after it."""
+The costs (CPU seconds a module took in the default suite at 13617158, its child
+processes' included, one run at a load of about 2; a shared solve counts in the module
+that makes it) only order the list: a module missing from it runs in file order after it."""
 
 FIRST = (
     # the session's shared solves: chat-3region (conftest.default_solved), then
     # diurnal-chat-batch at a 5% gap and growth-horizon over 2 months (tests.solved_once)
-    "tests/cli/test_deploy_cli.py",  # 13.1 s, default_solved
-    "tests/solver/verify/test_verify_hour_scenarios.py",  # 13.0
-    "tests/solver/verify/test_verify_hours_hostile.py",  # 5.3
+    "tests/cli/test_deploy_cli.py",  # 15.0 s, default_solved
+    "tests/solver/verify/test_verify_hour_scenarios.py",  # 14.1
+    "tests/solver/verify/test_verify_hours_hostile.py",  # 4.0
     "tests/solver/time/test_hourly_status.py",  # 3.9 before it read the 5%-gap plan
-    "tests/test_readme.py",  # 7.5, default_solved
-    "tests/solver/test_solve.py",  # 5.1, default_plan
+    "tests/test_readme.py",  # 14.9, default_solved
+    "tests/solver/test_solve.py",  # 6.3, default_plan
     "tests/cli/test_solve_cli.py",  # default_solved
 )
 """Modules whose shared solves the rest read: one worker takes them first."""
 
 SLOW = (
-    # the golden instances (was `make test`'s `batch --check` step): 60 s in all at
-    # 455b948b, one process, procurement-3region 19.9 s, growth-horizon 12.0, zipf 8.7
+    # the golden instances (was `make test`'s `batch --check` step): 58.8 s in all at
+    # 13617158, procurement-3region ~20 s, growth-horizon ~17, zipf ~8, diurnal ~7
     "tests/test_goldens.py",
-    "tests/models/serving/test_pool_slo.py",  # 13.8
-    "tests/models/profiles/test_profile_fit.py",  # 10.5
-    "tests/solver/analysis/test_levers.py",  # 9.5
-    "tests/solver/candidates/test_size_check.py",  # 8.8
-    "tests/solver/decompose/test_parallel.py",  # 8.0
-    "tests/models/colocation/test_colocation.py",  # 7.9
-    "tests/cli/test_hostile_scale.py",  # 7.1
-    "tests/test_probe_reductions.py",  # 6.9
-    "tests/solver/decompose/test_scenario_cuts.py",  # 6.7
-    "tests/solver/time/test_month_fallback.py",  # 6.5
-    "tests/models/profiles/test_engine_calibration.py",  # 6.4
-    "tests/solver/decompose/test_early_parts.py",  # 5.9
-    "tests/solver/time/test_hourly_explain.py",  # 5.8
-    "tests/models/serving/test_capacity_search.py",  # 5.7
-    "tests/solver/test_monotone_properties.py",  # 5.6
-    "tests/cli/test_calibrate_cli.py",  # 5.2
-    "tests/solver/program/test_row_names.py",  # 5.1
-    "tests/cli/test_report_html.py",  # 5.0
-    "tests/solver/colocation/test_colocation_program.py",  # 4.7
-    "tests/cli/test_hostile_profiles.py",  # 4.6
-    "tests/cli/test_hostile_round12.py",  # 4.4
+    "tests/solver/backends/test_backends.py",  # 9.9
+    "tests/solver/analysis/test_levers.py",  # 9.9
+    "tests/models/serving/test_pool_slo.py",  # 9.8
+    "tests/models/profiles/test_profile_fit.py",  # 8.9
+    "tests/solver/time/test_month_fallback.py",  # 7.2
+    "tests/models/colocation/test_colocation.py",  # 6.7
+    "tests/solver/decompose/test_early_parts.py",  # 6.6
+    "tests/test_imports.py",  # 6.6
+    "tests/solver/decompose/test_scenario_cuts.py",  # 5.8
+    "tests/solver/time/test_hourly_explain.py",  # 5.6
+    "tests/cli/test_report_html.py",  # 5.5
+    "tests/solver/program/test_row_names.py",  # 5.5
+    "tests/cli/test_hostile_round12.py",  # 5.4
+    "tests/solver/decompose/test_tight_limits.py",  # 5.3
+    "tests/solver/decompose/test_parallel.py",  # 5.0
+    "tests/test_probe_reductions.py",  # 4.7
+    "tests/solver/decompose/test_region_join.py",  # 4.7
+    "tests/cli/test_hostile_plans.py",  # 4.6
+    "tests/cli/test_replay_size.py",  # 4.4
+    "tests/models/serving/test_capacity.py",  # 4.4
     "tests/cli/test_hostile_round16.py",  # 4.2
-    "tests/cli/test_time_wording.py",  # 4.2
-    "tests/cli/test_hostile_plans.py",  # 4.2
-    "tests/cli/test_replay_size.py",  # 4.2
-    "tests/solver/decompose/test_region_join.py",  # 4.0
-    "tests/test_imports.py",  # 4.0
-    "tests/solver/time/test_time_levers.py",  # 3.9
-    "tests/models/serving/test_kv_metamorphic.py",  # 3.8
-    "tests/cli/test_hostile_report.py",  # 3.7
-    "tests/cli/test_hostile_workers.py",  # 3.7
-    "tests/cli/test_hostile_properties.py",  # 3.7
-    "tests/solver/decompose/test_part_join.py",  # 3.5
-    "tests/cli/test_startup.py",  # 3.5
-    "tests/cli/test_sweep.py",  # 3.2
-    "tests/solver/time/test_stopped_months.py",  # 3.2
-    "tests/cli/test_batch.py",  # 3.1
-    "tests/cli/test_hostile_instances.py",  # 3.0
-    "tests/solver/simulate/test_simulate.py",  # 2.9
-    "tests/solver/simulate/test_pool_dispatch.py",  # 2.9
-    "tests/solver/decompose/test_warm_start.py",  # 2.9
-    "tests/solver/time/test_agree_spot_survive.py",  # 2.9
-    "tests/solver/candidates/test_swap_dominance.py",  # 2.9
-    "tests/cli/test_hostile_round17.py",  # 2.7
-    "tests/solver/backends/test_highs_text.py",  # 2.6
-    "tests/solver/decompose/test_server_master.py",  # 2.6
-    "tests/solver/decompose/test_region_lns.py",  # 2.5
-    "tests/solver/decompose/test_tight_limits.py",  # 2.5
+    "tests/solver/time/test_agree_spot_survive.py",  # 4.2
+    "tests/cli/test_calibrate_cli.py",  # 3.9
+    "tests/cli/test_batch.py",  # 3.7
+    "tests/cli/test_hostile_report.py",  # 3.6
+    "tests/solver/time/test_time_levers.py",  # 3.6
+    "tests/cli/test_perf_cli.py",  # 3.6
+    "tests/solver/test_monotone_properties.py",  # 3.5
+    "tests/solver/decompose/test_warm_start.py",  # 3.4
+    "tests/solver/colocation/test_colocation_program.py",  # 3.3
+    "tests/cli/test_hostile_round17.py",  # 3.1
+    "tests/cli/test_hostile_instances.py",  # 3.1
+    "tests/models/profiles/test_engine_calibration.py",  # 3.1
+    "tests/cli/test_hostile_workers.py",  # 3.0
+    "tests/cli/test_hostile_commands.py",  # 3.0
+    "tests/cli/test_sweep.py",  # 3.0
+    "tests/solver/simulate/test_pool_dispatch.py",  # 3.0
+    "tests/solver/time/test_stopped_months.py",  # 2.9
+    "tests/solver/simulate/test_simulate.py",  # 2.8
+    "tests/cli/test_time_wording.py",  # 2.7
+    "tests/solver/simulate/test_agree_simulate_soak.py",  # 2.7
+    "tests/solver/decompose/test_part_join.py",  # 2.7
+    "tests/solver/candidates/test_size_check.py",  # 2.6
+    "tests/models/serving/test_kv_metamorphic.py",  # 2.5
 )
 """Modules of 2.4 s and more, slowest first (not counting the modules of many fast tests:
 they even out the end as well as any)."""
