@@ -250,7 +250,8 @@ def generated_data(
     """A synthetic planning problem, as an instance file's contents: regions on a ring
     with chords, every region offering `gpu_types` GPU types at regional prices (and
     three zones when `survive` is zone), workloads drawn from a few model and token
-    mixes with demand in most regions. Deterministic in `seed`."""
+    mixes with demand in most regions. Deterministic in `seed`. One region has no link
+    (and then only `survive` none or zone is a valid question)."""
     rng = random.Random(seed)
     names = [f"r{i:02d}" for i in range(regions)]
     menu = GPU_MENU[:gpu_types]
@@ -262,8 +263,8 @@ def generated_data(
         for r in names
     }
     links = [(names[i], names[(i + 1) % regions], rng.choice([20, 40, 60])) for i in range(regions)]
-    if regions == 2:
-        links = links[:1]
+    if regions <= 2:  # a ring of two is one link; of one, none (a link joins two regions)
+        links = links[: regions - 1]
     links += [
         (names[i], names[(i + regions // 2) % regions], rng.choice([70, 90]))
         for i in range(regions // 2)

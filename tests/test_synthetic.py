@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from tests.paths import REPO
+from tests.synthetic import generated
 
 PRINT = (
     "import json; from tests.synthetic import generated_data; "
@@ -31,3 +32,13 @@ def test_a_generated_instance_is_the_same_whatever_the_string_hashing():
     assert [m["name"] for m in first["models"]] == [m["name"] for m in second["models"]]
     assert len(first["models"]) > 1
     assert first == second
+
+
+def test_one_region_is_an_instance_without_links():
+    # a ring of one region was a link from r00 to itself, which the loader refuses ("a link
+    # joins two different regions"); a ring of two is one link, of three three (r00-r01,
+    # r01-r02, r02-r00: no chords below four regions)
+    alone = generated(1, 1, 1, survive="none")
+    assert alone.links == [] and [r.name for r in alone.regions] == ["r00"]
+    assert len(generated(2, 1, 1).links) == 1
+    assert len(generated(3, 1, 1).links) == 3
