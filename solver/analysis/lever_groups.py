@@ -79,7 +79,10 @@ base plan too (`SolveSettings.dominated_with_start`); off, the bench's before.""
 CENT = 0.01
 """A group plan dearer than the base's less this found no saving."""
 GROUP_NOTE = "proven with {others} offered at once: none saves within the gap"
-"""The note of a lever answered by its group (`solve_group`)."""
+"""The note of a lever answered by its group (`solve_group`), proven within the gap."""
+STOPPED_NOTE = "searched with {others} offered at once until its time limit: none saved by then"
+"""The note of a lever its group answered stopped by its time limit (status feasible, its
+gap the group's bound's): not proven, so not said to be."""
 
 
 @dataclass(frozen=True)
@@ -286,7 +289,7 @@ def solve_group(
     cost = plan.cost_per_month
     if bound is None or cost is None or cost < base_cost - CENT:
         return GroupOutcome({}, names)
-    note = GROUP_NOTE.format(others=", ".join(m.offers for m in members))
+    others = ", ".join(m.offers for m in members)
     answered = {}
     for member in members:
         if not (contains(lp, member.lp) and contains(member.lp, base_lp)):
@@ -295,11 +298,12 @@ def solve_group(
         found = member.lp.objective_value(result.values)
         if plan_of(member.lp, result.values) and found <= at_base:
             gap = relative_gap(found, bound)
-            answer = GroupAnswer(cost, gap, note, plan_fields(plan))
+            answer = GroupAnswer(cost, gap, "", plan_fields(plan))
         else:
-            answer = GroupAnswer(base_cost, relative_gap(at_base, bound), note)
+            answer = GroupAnswer(base_cost, relative_gap(at_base, bound), "")
         if answer.gap is not None:
             proven = answer.gap <= requested + 1e-12
-            answered[member.lever] = replace(answer, gap=None if proven else answer.gap)
+            note = (GROUP_NOTE if proven else STOPPED_NOTE).format(others=others)
+            answered[member.lever] = replace(answer, gap=None if proven else answer.gap, note=note)
     unanswered = tuple(m.lever for m in members if m.lever not in answered)
     return GroupOutcome(answered, unanswered)

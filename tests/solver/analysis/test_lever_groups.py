@@ -10,6 +10,7 @@ from solver.analysis import lever_groups
 from solver.analysis.lever_edits import lever_work
 from solver.analysis.lever_groups import (
     GROUP_NOTE,
+    STOPPED_NOTE,
     Neutral,
     contains,
     plan_of,
@@ -141,6 +142,31 @@ def test_a_group_with_a_saving_member_answers_none():
         solved.program.lp,
     )
     assert outcome.answered == {} and set(outcome.unanswered) == {m.lever for m in members}
+
+
+def test_a_group_stopped_short_of_the_gap_says_it_searched_not_that_it_proved(monkeypatch):
+    # h100 at $0.50 an hour: neither a100 nor l40s saves (the group's own solve proves the
+    # base plan within the gap: GROUP_NOTE, gap None); then the same group stopped with a
+    # bound at half its plan's cost, as a search its time limit cut at the root would be:
+    # each member's gap is (base - bound) / base = 0.5 > 0.001, so status feasible at that
+    # gap, and its note must not say "proven"
+    instance = _instance(0.5)
+    solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+    base = solved.plan.cost_per_month
+    members = _members(instance, ("a100-80gb-sxm", "l40s"))
+    group = (members, instance, base, None, solved.result.values, solved.program.lp)
+    proven = solve_group(*group).answered
+    assert set(proven) == {m.lever for m in members}
+    assert all(a.gap is None and a.note.startswith(GROUP_NOTE[:12]) for a in proven.values())
+
+    monkeypatch.setattr(lever_groups, "bound_of", lambda result, lp, settings: base / 2)
+    stopped = solve_group(*group).answered
+    assert set(stopped) == {m.lever for m in members}
+    for answer in stopped.values():
+        assert answer.cost_per_month == pytest.approx(base, abs=0.01)
+        assert answer.gap == pytest.approx(0.5, abs=1e-3)
+        assert answer.note == STOPPED_NOTE.format(others="a100-80gb-sxm, l40s")
+        assert "proven" not in answer.note
 
 
 def test_the_screen_relaxes_all_but_whole_servers():
