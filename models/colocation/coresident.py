@@ -195,7 +195,7 @@ def evaluate_group(
     Raises:
         ValueError: no members, duplicate names, a negative load or interference factor.
     """
-    _check_members(members, interference_factor)
+    check_members(members, interference_factor)
     problems = [
         f"{m.name}: {p}"
         for m in members
@@ -311,7 +311,10 @@ def _unstable(
     return GroupEvaluation(layout, (), memory, False, (problem,), Limit.COMPUTE, m.name)
 
 
-def _check_members(members: Sequence[Member], interference_factor: float) -> None:
+def check_members(members: Sequence[Member], interference_factor: float) -> None:
+    """Refuse a group no search may start from: no members, names twice, a load not finite
+    and >= 0, a negative interference factor (`group_capacity`'s and
+    solver.colocation.capacity_search's)."""
     if not members:
         raise ValueError("a group needs at least one member")
     names = [m.name for m in members]
@@ -381,7 +384,13 @@ def group_capacity(
     scale, beyond, at = _edge_search(
         layout, members, efficiency, interference_factor, 1, bisection_steps, known
     )
-    limit, limiting = _limit_of(at(beyond), members)
+    return capacity_of(members, scale, at(beyond))
+
+
+def capacity_of(members: Sequence[Member], scale: float, beyond: GroupEvaluation) -> GroupCapacity:
+    """`group_capacity`'s record: s*, the capacities along the ray, and what stops s* and
+    whose (`limit_of` the evaluation `beyond` it); solver.colocation.capacity_search's too."""
+    limit, limiting = limit_of(beyond, members)
     return GroupCapacity(
         tuple(m.name for m in members),
         scale,
@@ -404,7 +413,7 @@ def _edge_search(
     s* = 0 bounded by itself where no load can be shared, MAX_LOAD_SCALE by itself where
     nothing bounds it, else the bracket's two ends. Each scale is evaluated once; with
     `known`, only where it does not decide."""
-    _check_members(members, interference_factor)
+    check_members(members, interference_factor)
     evaluated: dict[float, GroupEvaluation] = {}
 
     def at(scale: float) -> GroupEvaluation:
@@ -417,12 +426,12 @@ def _edge_search(
                 pool_replicas,
             )
             if known is not None:
-                known.record(_loads(members, scale), found.meets_slo)
+                known.record(scaled_loads(members, scale), found.meets_slo)
             evaluated[scale] = found
         return evaluated[scale]
 
     def meets(scale: float) -> bool:
-        answer = None if known is None else known.known(_loads(members, scale))
+        answer = None if known is None else known.known(scaled_loads(members, scale))
         return at(scale).meets_slo if answer is None else answer
 
     if not meets(0.0):
@@ -438,12 +447,12 @@ def _edge_search(
     return low, high, at
 
 
-def _loads(members: Sequence[Member], scale: float) -> tuple[float, ...]:
+def scaled_loads(members: Sequence[Member], scale: float) -> tuple[float, ...]:
     """The members' loads at `scale`, as `Member.scaled` has them."""
     return tuple(m.scaled(scale).requests_per_s for m in members)
 
 
-def _limit_of(beyond: GroupEvaluation, members: Sequence[Member]) -> tuple[Limit, str]:
+def limit_of(beyond: GroupEvaluation, members: Sequence[Member]) -> tuple[Limit, str]:
     """What stops s* and whose: the first breach past it (compute and the first member
     where none is named)."""
     return beyond.limit or Limit.COMPUTE, beyond.limiting_member or members[0].name
@@ -457,7 +466,7 @@ def _template(
     beyond: GroupEvaluation,
 ) -> GroupTemplate:
     """The template record: capacity at `inside`, the limit from the first breach `beyond`."""
-    limit, limiting = _limit_of(beyond, members)
+    limit, limiting = limit_of(beyond, members)
     reason = beyond.problems[0] if beyond.problems else "no bound reached"
     if scale == 0:
         reason = "cannot share at any load: " + "; ".join(beyond.problems)

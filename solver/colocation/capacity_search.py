@@ -46,7 +46,6 @@ from models.colocation.coresident import MAX_LOAD_SCALE, GroupCapacity, GroupEva
 from models.colocation.load_edge import EdgeView, LoadEdge
 from models.colocation.shared_layout import Member, SharedLayout
 from models.physics.efficiency import Efficiency
-from models.serving.replica import Limit
 
 POOR_PROBES = 2
 """Secant probes in a row that leave more than half the bracket before a halving."""
@@ -68,6 +67,7 @@ def guided_capacity(
     the physics run at fewer scales; every evaluation is recorded in `known` as there.
     `at_hand`: evaluations of the group at some scales already (the members' peaks,
     checked by column generation: `solver.colocation.groups`), read as they are."""
+    coresident.check_members(members, interference_factor)
     evaluated: dict[float, GroupEvaluation] = dict(at_hand or {})
 
     def at(scale: float) -> GroupEvaluation:
@@ -76,28 +76,28 @@ def guided_capacity(
                 layout, [m.scaled(scale) for m in members], efficiency, interference_factor, 1
             )
             if known is not None:
-                known.record(_loads(members, scale), found.meets_slo)
+                known.record(coresident.scaled_loads(members, scale), found.meets_slo)
             evaluated[scale] = found
         return evaluated[scale]
 
     def meets(scale: float) -> tuple[bool, float | None]:
         if scale in evaluated:
             return evaluated[scale].meets_slo, bound_ratio(evaluated[scale])
-        answer = None if known is None else known.known(_loads(members, scale))
+        answer = None if known is None else known.known(coresident.scaled_loads(members, scale))
         if answer is not None:
             return answer, None
         found = at(scale)
         return found.meets_slo, bound_ratio(found)
 
     if not meets(0.0)[0]:
-        return _capacity(members, 0.0, at(0.0))
+        return coresident.capacity_of(members, 0.0, at(0.0))
     if all(m.requests_per_s == 0 for m in members):
         raise ValueError("a group template needs a positive planned load on some member")
     low, high = 0.0, 1.0
     ratios = {0.0: None}
     while (answer := meets(high))[0]:
         if high >= MAX_LOAD_SCALE:
-            return _capacity(members, high, at(high))
+            return coresident.capacity_of(members, high, at(high))
         ratios[high] = answer[1]
         low, high = high, high * 2
     ratios[high] = answer[1]
@@ -108,7 +108,7 @@ def guided_capacity(
         return high if k == cells else low + k * width
 
     last = last_passing(lambda k: meets(grid(k)), 0, cells, ratios[low], ratios[high])
-    return _capacity(members, grid(last), at(grid(last + 1)))
+    return coresident.capacity_of(members, grid(last), at(grid(last + 1)))
 
 
 def last_passing(
@@ -167,21 +167,3 @@ def bound_ratio(found: GroupEvaluation) -> float | None:
             ratios.append(member.ttft_p99_s / targets.ttft_p99_s)
     ratio = max(ratios)
     return ratio if math.isfinite(ratio) else None
-
-
-def _capacity(members: Sequence[Member], scale: float, beyond: GroupEvaluation) -> GroupCapacity:
-    """`group_capacity`'s record: s*, the capacities along the ray, and what stops s*
-    and whose (the first breach past it: compute and the first member where none is
-    named)."""
-    return GroupCapacity(
-        tuple(m.name for m in members),
-        scale,
-        tuple(scale * m.requests_per_s for m in members),
-        beyond.limit or Limit.COMPUTE,
-        beyond.limiting_member or members[0].name,
-    )
-
-
-def _loads(members: Sequence[Member], scale: float) -> tuple[float, ...]:
-    """The members' loads at `scale`, as `Member.scaled` has them."""
-    return tuple(m.scaled(scale).requests_per_s for m in members)
