@@ -18,6 +18,7 @@ import yaml
 
 from tests.bench import fuzz_mutate as mutate
 from tests.bench.fuzz_judge import run
+from tests.engine_results import GENAI_PERF, VLLM_BENCH_SERVE
 from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION, REPO
 
 
@@ -117,18 +118,7 @@ def targets(folder: Path, solve_instances: bool, rich_plans: tuple[str, ...] = (
             "fleet-csv",
             fleet_csv,
             ".csv",
-            [
-                lambda f, d: [
-                    "fleet-import",
-                    f,
-                    "--instance",
-                    ONE,
-                    "--instance-out",
-                    d / "i.yaml",
-                    "--plan-out",
-                    d / "p.json",
-                ],
-            ],
+            [lambda f, d: [*_fleet_import(f, d), "--plan-out", d / "p.json"]],
             csv=True,
         ),
         Target(
@@ -207,16 +197,7 @@ def targets(folder: Path, solve_instances: bool, rich_plans: tuple[str, ...] = (
                 f"k8s:{manifest.name}",
                 manifest.read_bytes(),
                 ".yaml",
-                [
-                    lambda f, d: [
-                        "fleet-import",
-                        f,
-                        "--instance",
-                        ONE,
-                        "--instance-out",
-                        d / "i.yaml",
-                    ],
-                ],
+                [_fleet_import],
                 read=_k8s_read,
             )
         )
@@ -239,27 +220,22 @@ HF_READ = {
 
 
 BENCH_RESULTS = {
-    "vllm": {
-        "max_concurrency": 32, "completed": 100, "total_input_tokens": 64000,
-        "total_output_tokens": 12800, "output_throughput": 2100.0, "mean_ttft_ms": 95.0,
-        "mean_tpot_ms": 13.0,
-    },
-    "genai-perf": {
-        "time_to_first_token": {"unit": "ms", "avg": 85.0},
-        "inter_token_latency": {"unit": "ms", "avg": 12.5},
-        "output_token_throughput": {"unit": "tokens/sec", "avg": 900.0},
-        "input_sequence_length": {"avg": 500}, "output_sequence_length": {"avg": 100},
-        "request_count": {"avg": 80},
-        "input_config": {"perf_analyzer": {"stimulus": {"concurrency": 8}}},
-    },
+    "vllm": VLLM_BENCH_SERVE,
+    "genai-perf": GENAI_PERF,
     "trtllm-bench": {
         "world_info": {"tp_size": 1, "pp_size": 1},
         "dataset": {"avg_isl": 128, "avg_osl": 128, "num_requests": 64},
         "performance": {"system_output_throughput_tok_s": 9000.0},
     },
-}  # fmt: skip
+}
 """One run of each JSON format calibrate reads (tests/models/profiles/test_measurements.py),
 read beside the CSV's three runs."""
+
+
+def _fleet_import(file: Path, folder: Path) -> list:
+    """fleet-import of `file` against the one-region instance, its instance written in
+    `folder` (a fleet CSV's target adds `--plan-out`)."""
+    return ["fleet-import", file, "--instance", ONE, "--instance-out", folder / "i.yaml"]
 
 
 def _plan_target(name: str, plan: bytes, instance: Path) -> Target:

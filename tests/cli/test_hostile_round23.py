@@ -13,6 +13,7 @@ import pytest
 
 from tests.cli.test_hostile_input import run_checked
 from tests.cli.test_hostile_side_files import DEPLOYMENT, _fleet_args
+from tests.engine_results import GENAI_PERF, VLLM_BENCH_SERVE
 from tests.paths import ONE_MODEL_ONE_REGION, REPO
 
 
@@ -158,11 +159,8 @@ def test_a_pods_resources_of_the_wrong_shape_are_refused_naming_them(
 def test_a_bench_result_figure_is_named_by_the_files_key(run_cli, tmp_path, result, named):
     """A vllm bench serve result's refused figure was named by the CSV column it fills
     (num_requests, ttft_mean_ms), a key the JSON file does not hold."""
-    base = {"max_concurrency": 32, "completed": 100, "total_input_tokens": 64000,
-            "total_output_tokens": 12800, "output_throughput": 2100.0, "mean_ttft_ms": 95.0,
-            "mean_tpot_ms": 13.0}  # fmt: skip
     path = tmp_path / "bench.json"
-    path.write_text(json.dumps({**base, **result}))
+    path.write_text(json.dumps({**VLLM_BENCH_SERVE, **result}))
     replica = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "bf16", "--tp", "1")
     args = ("calibrate", path, *replica, "-o", tmp_path / "p.yaml")
     run_checked(run_cli, *args, needles=(f"{path}: {named}",))
@@ -173,19 +171,11 @@ def test_a_bench_result_figure_is_named_by_the_files_key(run_cli, tmp_path, resu
 def test_a_genai_perf_record_that_is_no_mapping_is_refused(run_cli, tmp_path, key):
     """`request_count: [80]` was read as no count (calibrate took 10 x the concurrency,
     exit 0); `input_sequence_length: [500]` was said to be missing."""
-    base = {
-        "time_to_first_token": {"unit": "ms", "avg": 85.0},
-        "inter_token_latency": {"unit": "ms", "avg": 12.5},
-        "output_token_throughput": {"unit": "tokens/sec", "avg": 900.0},
-        "input_sequence_length": {"avg": 500}, "output_sequence_length": {"avg": 100},
-        "request_count": {"avg": 80},
-        "input_config": {"perf_analyzer": {"stimulus": {"concurrency": 8}}},
-    }  # fmt: skip
     path = tmp_path / "profile_export_genai_perf.json"
-    path.write_text(json.dumps({**base, key: [base[key]["avg"]]}))
+    path.write_text(json.dumps({**GENAI_PERF, key: [GENAI_PERF[key]["avg"]]}))
     replica = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "bf16", "--tp", "1")
     args = ("calibrate", path, *replica, "-o", tmp_path / "p.yaml")
-    needle = f"{path}: {key}: [{base[key]['avg']}] is not a record of a unit and an avg"
+    needle = f"{path}: {key}: [{GENAI_PERF[key]['avg']}] is not a record of a unit and an avg"
     run_checked(run_cli, *args, needles=(needle,))
 
 

@@ -9,6 +9,7 @@ import pytest
 from models.physics.precision import Precision
 from models.profiles.measurements import RunDefaults, read_measurements
 from models.schema.errors import InputError
+from tests.engine_results import GENAI_PERF, VLLM_BENCH_SERVE
 
 HEADER = "model,gpu,precision,tp,isl,osl,concurrency,output_tok_s,ttft_mean_ms,tpot_mean_ms\n"
 LLAMA = RunDefaults(model="llama-3.1-8b", gpu="h100-sxm", precision="bf16", tp=1)
@@ -59,35 +60,13 @@ def test_vllm_bench_serve_json(tmp_path):
     """Per request: 64,000 / 100 = 640 prompt tokens, 12,800 / 100 = 128 output tokens."""
     path = tmp_path / "vllm.json"
     path.write_text(
-        json.dumps(
-            {
-                "model_id": "meta-llama/Llama-3.1-8B-Instruct",
-                "max_concurrency": 32,
-                "completed": 100,
-                "total_input_tokens": 64_000,
-                "total_output_tokens": 12_800,
-                "output_throughput": 2_100.0,
-                "mean_ttft_ms": 95.0,
-                "mean_tpot_ms": 13.0,
-            }
-        )
+        json.dumps({"model_id": "meta-llama/Llama-3.1-8B-Instruct", **VLLM_BENCH_SERVE})
     )
     (run,) = read_measurements([path], LLAMA)
     assert run.model == "llama-3.1-8b"  # a Hugging Face id: the flag names the catalog model
     assert (run.prompt_tokens, run.output_tokens) == (640, 128)
     assert (run.concurrency, run.requests) == (32, 100)
     assert (run.output_tokens_per_s, run.ttft_mean_ms, run.tpot_mean_ms) == (2_100.0, 95.0, 13.0)
-
-
-GENAI_PERF = {
-    "time_to_first_token": {"unit": "ms", "avg": 85.0},
-    "inter_token_latency": {"unit": "ms", "avg": 12.5},
-    "output_token_throughput": {"unit": "tokens/sec", "avg": 900.0},
-    "input_sequence_length": {"avg": 500},
-    "output_sequence_length": {"avg": 100},
-    "request_count": {"avg": 80},
-    "input_config": {"perf_analyzer": {"stimulus": {"concurrency": 8}}},
-}
 
 
 def test_genai_perf_json_honours_units(tmp_path):
