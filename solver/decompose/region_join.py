@@ -102,8 +102,25 @@ HELD_COVER = True
 """Whether `by_region` builds the cover held at the regions' own plans where the clock
 stopped the floored program, and keeps the cheaper (solver.decompose.region_lns.region_cover); off,
 the bench's `before` (tests/bench/test_short_limits_bench.py)."""
+COVERS_FIRST = True
+"""Whether `by_region` builds the whole program's cover before the floored program where
+the clock left some region's own program without a plan (`_unplanned`), so that the
+floored program's time, not the cover's, is what the deadline cuts; off, the bench's
+`before` (the covers after the floored program, as where every region has a plan)."""
 BOUND_SHARE = 0.5
-"""Share of the time up to the deadline the regions' own programs (the bound) may take."""
+"""Share of the time up to the deadline the regions' own programs (the bound) may take
+with `FLOORED_ROUNDS` off (the bench's `before`)."""
+FLOORED_ROUNDS = 2
+"""Rounds of region programs the floored program is counted as, where it follows them: the
+regions' own programs take `rounds / (rounds + FLOORED_ROUNDS)` of the time up to the
+deadline (`bound_share`), rounds = regions / processes rounded up. On 10 x 20 x 6 region
+loss at the defaults a region's program takes 0.5-1.3 s to its proof (HiGHS, one thread;
+0.3 s to a plan within a few percent, most of it at the root) and the floored program,
+from the regions' plans, 0.8-1.3 s: about two of them. A region its program's share left
+without a plan leaves the floored program to design it, which took longer than a 15 s
+limit left it (tests/bench/test_short_limits_bench.py); where every region has a plan
+the floored program ends in its two rounds and the search takes the rest. 0: the fixed
+`BOUND_SHARE`."""
 
 
 @dataclass(frozen=True)
@@ -205,7 +222,8 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     """(bound, their solutions joined, region_cost rows, regions, the bound where the
     clock stopped some: `RegionJoin.stopped`, each region's the higher of its program's
     and the cover's, solver.decompose.cover.bounds_by_region) of the regions' own
-    programs, in `BOUND_SHARE` of the time to the `deadline`."""
+    programs, in their share of the time to the `deadline` (`bound_share`; all of it where
+    no row links regions: nothing follows them)."""
     lp = program.lp
     programs = region_programs(lp)
     regions = sorted(programs)
@@ -216,9 +234,9 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     for r in regions:
         alone = {name: b for name, b in removed.items() if name in programs[r].variables}
         programs[r] = with_bounds(programs[r], alone) if alone else programs[r]
-    share = 1.0 if independent(program) else BOUND_SHARE  # nothing follows the join: all of it
-    bound_deadline = time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
     own = [programs[r] for r in regions]
+    share = 1.0 if independent(program) else bound_share(len(own), _processes(own))
+    bound_deadline = time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
     found = _solved(backend, settings, own, bound_deadline)
     proven = {regions[i]: bound_of(result, own[i], settings) for i, result in found.items()}
     rows = {
@@ -239,6 +257,16 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
         )
     joined_own = {n: v for result in found.values() for n, v in result.values.items()}
     return bound, joined_own, rows, regions, stopped
+
+
+def bound_share(regions: int, processes: int) -> float:
+    """The share of the time to the deadline the regions' own programs take where the
+    floored program follows them (`FLOORED_ROUNDS`): 10 regions on one process 10 / 12,
+    on two 5 / 7."""
+    if not FLOORED_ROUNDS:
+        return BOUND_SHARE
+    rounds = math.ceil(regions / max(processes, 1))
+    return rounds / (rounds + FLOORED_ROUNDS)
 
 
 def floored(program: FleetProgram, own: dict[str, float], bounds: Bounds | None) -> LinearProgram:
@@ -303,13 +331,18 @@ def _left_s(deadline: float, floor_s: float = MIN_CALL_S) -> float | None:
     return None if math.isinf(left) else max(left, floor_s)
 
 
+def _processes(lps: list[LinearProgram]) -> int:
+    """The processes `_solved` solves the programs in."""
+    integers = sum(var.integer for lp in lps for var in lp.variables.values())
+    return processes_for(len(lps)) if worth_workers(len(lps), integers) else 1
+
+
 def _solved(
     backend: Backend, settings: SolveSettings, lps: list[LinearProgram], deadline: float
 ) -> dict[int, SolveResult]:
     """The programs with a solution by the `deadline`, by index: each gets an equal share
     of what is left when it starts (per process), so that a slow one leaves the others time."""
-    integers = sum(var.integer for lp in lps for var in lp.variables.values())
-    processes = processes_for(len(lps)) if worth_workers(len(lps), integers) else 1
+    processes = _processes(lps)
     started = [0]
 
     def build(index: int):
@@ -371,6 +404,19 @@ def by_region(
     # except in a re-solve from a start, as in solver.decompose.by_workload.optimise
     removed = config_bounds(program, bounds) if settings.start is None else {}
     held = {**removed, **(bounds or {})}
+    held_covers = HELD_COVER and COVER and KEEP_STOPPED
+
+    def within() -> LinearProgram:
+        return with_bounds(program.lp, held) if held else program.lp
+
+    # where the clock left some region without a plan, the floored program must design
+    # its fleet and has seldom ended in what was left: the whole program's cover comes
+    # first, the floored program gets the rest (`COVERS_FIRST`); the cover held at such
+    # regions' plans, cut short too, cost more than it (10 x 20 x 6 at the defaults, 10
+    # and 15 s limits: $1,357,333 and $1,036,074 against $728,073)
+    covers: tuple[Cover | None, ...] = ()
+    if held_covers and COVERS_FIRST and _unplanned(found):
+        covers = (covering_plan(within()),)
     added = None
     if time.monotonic() < deadline:
         lp = floored(program, found.own, held)
@@ -383,10 +429,8 @@ def by_region(
     # (10 x 20 x 6 at the defaults, seed 0, 20 s: $736,190 held against the whole's
     # $728,073, which a 15 s limit that stopped before the regions returned); a floored
     # program that ended by itself is as before
-    covers: tuple[Cover | None, ...] = ()
-    if HELD_COVER and COVER and KEEP_STOPPED and (added is None or _stopped(added)):
-        within = with_bounds(program.lp, held) if held else program.lp
-        covers = (region_cover(program.lp, found.own, held), covering_plan(within))
+    if held_covers and not covers and (added is None or _stopped(added)):
+        covers = (region_cover(program.lp, found.own, held), covering_plan(within()))
     values = _cheaper(program.lp, added, *covers)
     if values is None:
         return None
@@ -424,6 +468,11 @@ def by_region(
         search_stopped=searched is not None and searched.stopped,
     )
     return replace(optimised, result=replace(result, message=optimised.description))
+
+
+def _unplanned(found: RegionJoin) -> bool:
+    """Whether the clock left some region's own program without a plan."""
+    return len({region_of(name) for name in found.own} - {None}) < found.regions
 
 
 def _stopped(result: SolveResult) -> bool:
