@@ -38,7 +38,9 @@ and the whole program starts from the result. When the clock stops some region's
 before its proof (a tight time limit), the floored plan is kept all the same, its gap
 stated against the regions' results as they stood (`RegionJoin.stopped`: objective x
 (1 - gap) each, 0 for a region without a plan; valid, never a proof), so that the limit
-returns a plan rather than none. Where no row links regions and the clock left some
+returns a plan rather than none; where the clock left some region without a plan, the
+whole program's cover is built first and the floored program gets the time left, the
+cheaper kept (`COVERS_FIRST`). Where no row links regions and the clock left some
 region no plan, the cover built without a solver (solver.decompose.cover) stands in for
 its columns; with linking rows, a solve whose every stage ends without a plan takes the
 cover whole (`covered`, from solver.decompose.by_workload.optimise: the workload
@@ -67,6 +69,7 @@ from solver.decompose.region_bounds import (
     region_programs,
 )
 from solver.decompose.region_lns import region_cover, search
+from solver.decompose.region_time import bound_share, worth_starting
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.servers import ServersColumn
 from solver.program.families.variables import PurchasedColumn
@@ -107,20 +110,6 @@ COVERS_FIRST = True
 the clock left some region's own program without a plan (`_unplanned`), so that the
 floored program's time, not the cover's, is what the deadline cuts; off, the bench's
 `before` (the covers after the floored program, as where every region has a plan)."""
-BOUND_SHARE = 0.5
-"""Share of the time up to the deadline the regions' own programs (the bound) may take
-with `FLOORED_ROUNDS` off (the bench's `before`)."""
-FLOORED_ROUNDS = 2
-"""Rounds of region programs the floored program is counted as, where it follows them: the
-regions' own programs take `rounds / (rounds + FLOORED_ROUNDS)` of the time up to the
-deadline (`bound_share`), rounds = regions / processes rounded up. On 10 x 20 x 6 region
-loss at the defaults a region's program takes 0.5-1.3 s to its proof (HiGHS, one thread;
-0.3 s to a plan within a few percent, most of it at the root) and the floored program,
-from the regions' plans, 0.8-1.3 s: about two of them. A region its program's share left
-without a plan leaves the floored program to design it, which took longer than a 15 s
-limit left it (tests/bench/test_short_limits_bench.py); where every region has a plan
-the floored program ends in its two rounds and the search takes the rest. 0: the fixed
-`BOUND_SHARE`."""
 
 
 @dataclass(frozen=True)
@@ -222,8 +211,9 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     """(bound, their solutions joined, region_cost rows, regions, the bound where the
     clock stopped some: `RegionJoin.stopped`, each region's the higher of its program's
     and the cover's, solver.decompose.cover.bounds_by_region) of the regions' own
-    programs, in their share of the time to the `deadline` (`bound_share`; all of it where
-    no row links regions: nothing follows them)."""
+    programs, in their share of the time to the `deadline` (solver.decompose.region_time:
+    all of it where no row links regions, nothing follows them), none solved where that
+    share is too short for them to find plans (`worth_starting`)."""
     lp = program.lp
     programs = region_programs(lp)
     regions = sorted(programs)
@@ -235,8 +225,12 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
         alone = {name: b for name, b in removed.items() if name in programs[r].variables}
         programs[r] = with_bounds(programs[r], alone) if alone else programs[r]
     own = [programs[r] for r in regions]
-    share = 1.0 if independent(program) else bound_share(len(own), _processes(own))
-    bound_deadline = time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
+    linked, processes = not independent(program), _processes(own)
+    share = bound_share(len(own), processes) if linked else 1.0
+    share_s = share * max(deadline - time.monotonic(), 0.0)
+    if linked and not worth_starting(len(own), processes, share_s):
+        return None, {}, {}, regions, None  # no plan: the workload parts and their covers
+    bound_deadline = time.monotonic() + share_s
     found = _solved(backend, settings, own, bound_deadline)
     proven = {regions[i]: bound_of(result, own[i], settings) for i, result in found.items()}
     rows = {
@@ -257,16 +251,6 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
         )
     joined_own = {n: v for result in found.values() for n, v in result.values.items()}
     return bound, joined_own, rows, regions, stopped
-
-
-def bound_share(regions: int, processes: int) -> float:
-    """The share of the time to the deadline the regions' own programs take where the
-    floored program follows them (`FLOORED_ROUNDS`): 10 regions on one process 10 / 12,
-    on two 5 / 7."""
-    if not FLOORED_ROUNDS:
-        return BOUND_SHARE
-    rounds = math.ceil(regions / max(processes, 1))
-    return rounds / (rounds + FLOORED_ROUNDS)
 
 
 def floored(program: FleetProgram, own: dict[str, float], bounds: Bounds | None) -> LinearProgram:

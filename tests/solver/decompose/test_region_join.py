@@ -250,13 +250,13 @@ def test_the_regions_take_their_rounds_share_before_the_floored_program(regions,
     """The regions' programs run ceil(regions / processes) rounds; the floored program
     after them counts as FLOORED_ROUNDS = 2: 10 on one process 10 / 12, on two
     ceil(10 / 2) = 5 rounds, 5 / 7; 3 on two 2 / 4; one on four 1 / 3."""
-    from solver.decompose.region_join import bound_share
+    from solver.decompose.region_time import bound_share
 
     assert bound_share(regions, processes) == pytest.approx(share)
 
 
 def test_without_floored_rounds_the_regions_take_the_fixed_share(monkeypatch):
-    from solver.decompose import region_join as module
+    from solver.decompose import region_time as module
 
     monkeypatch.setattr(module, "FLOORED_ROUNDS", 0)
     assert module.bound_share(10, 1) == module.BOUND_SHARE
@@ -301,3 +301,39 @@ def test_a_region_without_a_plan_has_the_whole_programs_cover_before_the_floored
     values = result.result.values
     assert broken_rows(program.lp, values, {}, {}) == []
     assert result.result.objective <= covering(program.lp).cost + 1e-6
+
+
+def test_the_regions_start_only_where_each_gets_its_least_time():
+    """REGION_MIN_S = 0.25 s each: 10 regions on one process need 10 x 0.25 = 2.5 s, on two
+    ceil(10 / 2) = 5 rounds, 1.25 s; 20 on two 10 rounds, 2.5 s; no deadline, always."""
+    from solver.decompose.region_time import REGION_MIN_S, worth_starting
+
+    assert REGION_MIN_S == 0.25
+    assert worth_starting(10, 1, 2.5) and not worth_starting(10, 1, 2.4)
+    assert worth_starting(10, 2, 1.25) and not worth_starting(10, 2, 1.2)
+    assert not worth_starting(20, 2, 2.4) and worth_starting(20, 2, math.inf)
+
+
+def test_regions_too_short_of_time_are_not_started_and_give_no_plan(monkeypatch):
+    """With region loss and 0.1 s to the deadline, 3 regions on one process would get
+    0.6 x 0.1 / 3 = 0.02 s each, below REGION_MIN_S: no region program is solved and
+    by_region gives no plan (the workload parts follow); without region loss (nothing
+    follows the regions) they are solved all the same."""
+    import time
+
+    from solver.decompose import region_join as module
+
+    monkeypatch.setattr(module, "_processes", lambda _lps: 1)
+    solved = []
+    real = module._solved
+
+    def solved_spied(*args):
+        solved.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(module, "_solved", solved_spied)
+    backend = get_backend("highs")
+    found = by_region(_whole_servers("region"), backend, EXACT, None, time.monotonic() + 0.1)
+    assert found is None and solved == []
+    by_region(_whole_servers("none"), backend, EXACT, None, time.monotonic() + 0.1)
+    assert len(solved) == 1
