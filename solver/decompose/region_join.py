@@ -215,6 +215,9 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     all of it where no row links regions, nothing follows them), none solved where that
     share is too short for them to find plans (`worth_starting`)."""
     lp = program.lp
+    linked = not independent(program)
+    if linked and not _in_time(program, deadline):  # no plan: the parts and their covers
+        return None, {}, {}, list(program.sets.regions), None
     programs = region_programs(lp)
     regions = sorted(programs)
     costed = all(region_of(name) is not None for name, cost in lp.objective.items() if cost)
@@ -225,12 +228,8 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
         alone = {name: b for name, b in removed.items() if name in programs[r].variables}
         programs[r] = with_bounds(programs[r], alone) if alone else programs[r]
     own = [programs[r] for r in regions]
-    linked, processes = not independent(program), _processes(own)
-    share = bound_share(len(own), processes) if linked else 1.0
-    share_s = share * max(deadline - time.monotonic(), 0.0)
-    if linked and not worth_starting(len(own), processes, share_s):
-        return None, {}, {}, regions, None  # no plan: the workload parts and their covers
-    bound_deadline = time.monotonic() + share_s
+    share = bound_share(len(own), _processes(own)) if linked else 1.0
+    bound_deadline = time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
     found = _solved(backend, settings, own, bound_deadline)
     proven = {regions[i]: bound_of(result, own[i], settings) for i, result in found.items()}
     rows = {
@@ -313,6 +312,17 @@ def _left_s(deadline: float, floor_s: float = MIN_CALL_S) -> float | None:
     """Seconds to the `deadline` (at least `floor_s`), None for none."""
     left = deadline - time.monotonic()
     return None if math.isinf(left) else max(left, floor_s)
+
+
+def _in_time(program: FleetProgram, deadline: float) -> bool:
+    """Whether the regions' own programs would get `worth_starting` time each by the
+    `deadline`, told before they are built (0.3-0.5 s on 10 x 20 x 6): by the program's
+    regions and integer columns (at least the regions' programs')."""
+    regions = len(program.sets.regions)
+    integers = sum(var.integer for var in program.lp.variables.values())
+    processes = processes_for(regions) if worth_workers(regions, integers) else 1
+    share_s = bound_share(regions, processes) * max(deadline - time.monotonic(), 0.0)
+    return worth_starting(regions, processes, share_s)
 
 
 def _processes(lps: list[LinearProgram]) -> int:

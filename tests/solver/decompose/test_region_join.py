@@ -323,7 +323,7 @@ def test_regions_too_short_of_time_are_not_started_and_give_no_plan(monkeypatch)
 
     from solver.decompose import region_join as module
 
-    monkeypatch.setattr(module, "_processes", lambda _lps: 1)
+    monkeypatch.setattr(module, "processes_for", lambda _programs: 1)
     solved = []
     real = module._solved
 
