@@ -112,13 +112,19 @@ def solving(settings: SolveSettings) -> SolveSettings:
     return settings.within(SOLVE_SHARE)
 
 
-AFTER_PER_BUILD = 4.0
+AFTER_PER_BUILD = 3.0
 """Seconds the stages after the solve are kept per second the program's build took
-(`build_timed`): the cover where the solve found no plan, the read-back, the verifier and the
-report each walk the program or its plan once, as the build does, on the same machine
-under the same load. Measured on the 10 x 20 x 6 region-loss instance at the defaults
-(a loaded 2-core machine): build 2.3 s, then cover 3.7, read-back 2.1, verify 0.5 and the
-report 1.9 s (3.6 x the build); at 30 s, build 1.4 s and 10.8 s after (7.5 x)."""
+(`build_timed`): the read-back, the verifier and the report each walk the program or its
+plan once, as the build does, on the same machine under the same load. Measured on the
+10 x 20 x 6 region-loss instance at the defaults at stop 26 (a loaded 2-core machine):
+build 2.3 s, then cover 3.7, read-back 2.1, verify 0.5 and the report 1.9 s (3.6 x the
+build), whence 4.0; at stop 28 (a machine 2.5 x faster, load 3) build 0.44-0.54 s, then
+read-back and verify 0.67-0.75 s and the report 0.34-0.52 s (2.0-2.7 x the build), and
+on 20 x 20 x 6 build 1.5 s, the workload parts' covers 1.6 s, read-back and verify 1.8 s.
+The regions' stage now builds its covers within the solve's time where the clock left a
+region without a plan (solver.decompose.region_join.COVERS_FIRST); 4 x kept a 10 s limit's
+solve from ending its regions' programs, 2.5 x let 20 x 20 x 6 end 2.7 s past a 10 s limit
+(tests/bench/test_short_limits_bench.py)."""
 
 
 def build_timed(

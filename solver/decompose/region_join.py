@@ -38,7 +38,9 @@ and the whole program starts from the result. When the clock stops some region's
 before its proof (a tight time limit), the floored plan is kept all the same, its gap
 stated against the regions' results as they stood (`RegionJoin.stopped`: objective x
 (1 - gap) each, 0 for a region without a plan; valid, never a proof), so that the limit
-returns a plan rather than none. Where no row links regions and the clock left some
+returns a plan rather than none; where the clock left some region without a plan, the
+whole program's cover is built first and the floored program gets the time left, the
+cheaper kept (`COVERS_FIRST`). Where no row links regions and the clock left some
 region no plan, the cover built without a solver (solver.decompose.cover) stands in for
 its columns; with linking rows, a solve whose every stage ends without a plan takes the
 cover whole (`covered`, from solver.decompose.by_workload.optimise: the workload
@@ -67,6 +69,7 @@ from solver.decompose.region_bounds import (
     region_programs,
 )
 from solver.decompose.region_lns import region_cover, search
+from solver.decompose.region_time import bound_share, worth_starting
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.servers import ServersColumn
 from solver.program.families.variables import PurchasedColumn
@@ -102,8 +105,11 @@ HELD_COVER = True
 """Whether `by_region` builds the cover held at the regions' own plans where the clock
 stopped the floored program, and keeps the cheaper (solver.decompose.region_lns.region_cover); off,
 the bench's `before` (tests/bench/test_short_limits_bench.py)."""
-BOUND_SHARE = 0.5
-"""Share of the time up to the deadline the regions' own programs (the bound) may take."""
+COVERS_FIRST = True
+"""Whether `by_region` builds the whole program's cover before the floored program where
+the clock left some region's own program without a plan (`_unplanned`), so that the
+floored program's time, not the cover's, is what the deadline cuts; off, the bench's
+`before` (the covers after the floored program, as where every region has a plan)."""
 
 
 @dataclass(frozen=True)
@@ -205,8 +211,13 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     """(bound, their solutions joined, region_cost rows, regions, the bound where the
     clock stopped some: `RegionJoin.stopped`, each region's the higher of its program's
     and the cover's, solver.decompose.cover.bounds_by_region) of the regions' own
-    programs, in `BOUND_SHARE` of the time to the `deadline`."""
+    programs, in their share of the time to the `deadline` (solver.decompose.region_time:
+    all of it where no row links regions, nothing follows them), none solved where that
+    share is too short for them to find plans (`worth_starting`)."""
     lp = program.lp
+    linked = not independent(program)
+    if linked and not _in_time(program, deadline):  # no plan: the parts and their covers
+        return None, {}, {}, list(program.sets.regions), None
     programs = region_programs(lp)
     regions = sorted(programs)
     costed = all(region_of(name) is not None for name, cost in lp.objective.items() if cost)
@@ -216,9 +227,9 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     for r in regions:
         alone = {name: b for name, b in removed.items() if name in programs[r].variables}
         programs[r] = with_bounds(programs[r], alone) if alone else programs[r]
-    share = 1.0 if independent(program) else BOUND_SHARE  # nothing follows the join: all of it
-    bound_deadline = time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
     own = [programs[r] for r in regions]
+    share = bound_share(len(own), _processes(own)) if linked else 1.0
+    bound_deadline = time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
     found = _solved(backend, settings, own, bound_deadline)
     proven = {regions[i]: bound_of(result, own[i], settings) for i, result in found.items()}
     rows = {
@@ -303,13 +314,29 @@ def _left_s(deadline: float, floor_s: float = MIN_CALL_S) -> float | None:
     return None if math.isinf(left) else max(left, floor_s)
 
 
+def _in_time(program: FleetProgram, deadline: float) -> bool:
+    """Whether the regions' own programs would get `worth_starting` time each by the
+    `deadline`, told before they are built (0.3-0.5 s on 10 x 20 x 6): by the program's
+    regions and integer columns (at least the regions' programs')."""
+    regions = len(program.sets.regions)
+    integers = sum(var.integer for var in program.lp.variables.values())
+    processes = processes_for(regions) if worth_workers(regions, integers) else 1
+    share_s = bound_share(regions, processes) * max(deadline - time.monotonic(), 0.0)
+    return worth_starting(regions, processes, share_s)
+
+
+def _processes(lps: list[LinearProgram]) -> int:
+    """The processes `_solved` solves the programs in."""
+    integers = sum(var.integer for lp in lps for var in lp.variables.values())
+    return processes_for(len(lps)) if worth_workers(len(lps), integers) else 1
+
+
 def _solved(
     backend: Backend, settings: SolveSettings, lps: list[LinearProgram], deadline: float
 ) -> dict[int, SolveResult]:
     """The programs with a solution by the `deadline`, by index: each gets an equal share
     of what is left when it starts (per process), so that a slow one leaves the others time."""
-    integers = sum(var.integer for lp in lps for var in lp.variables.values())
-    processes = processes_for(len(lps)) if worth_workers(len(lps), integers) else 1
+    processes = _processes(lps)
     started = [0]
 
     def build(index: int):
@@ -371,6 +398,19 @@ def by_region(
     # except in a re-solve from a start, as in solver.decompose.by_workload.optimise
     removed = config_bounds(program, bounds) if settings.start is None else {}
     held = {**removed, **(bounds or {})}
+    held_covers = HELD_COVER and COVER and KEEP_STOPPED
+
+    def within() -> LinearProgram:
+        return with_bounds(program.lp, held) if held else program.lp
+
+    # where the clock left some region without a plan, the floored program must design
+    # its fleet and has seldom ended in what was left: the whole program's cover comes
+    # first, the floored program gets the rest (`COVERS_FIRST`); the cover held at such
+    # regions' plans, cut short too, cost more than it (10 x 20 x 6 at the defaults, 10
+    # and 15 s limits: $1,357,333 and $1,036,074 against $728,073)
+    covers: tuple[Cover | None, ...] = ()
+    if held_covers and COVERS_FIRST and _unplanned(found):
+        covers = (covering_plan(within()),)
     added = None
     if time.monotonic() < deadline:
         lp = floored(program, found.own, held)
@@ -383,10 +423,8 @@ def by_region(
     # (10 x 20 x 6 at the defaults, seed 0, 20 s: $736,190 held against the whole's
     # $728,073, which a 15 s limit that stopped before the regions returned); a floored
     # program that ended by itself is as before
-    covers: tuple[Cover | None, ...] = ()
-    if HELD_COVER and COVER and KEEP_STOPPED and (added is None or _stopped(added)):
-        within = with_bounds(program.lp, held) if held else program.lp
-        covers = (region_cover(program.lp, found.own, held), covering_plan(within))
+    if held_covers and not covers and (added is None or _stopped(added)):
+        covers = (region_cover(program.lp, found.own, held), covering_plan(within()))
     values = _cheaper(program.lp, added, *covers)
     if values is None:
         return None
@@ -424,6 +462,11 @@ def by_region(
         search_stopped=searched is not None and searched.stopped,
     )
     return replace(optimised, result=replace(result, message=optimised.description))
+
+
+def _unplanned(found: RegionJoin) -> bool:
+    """Whether the clock left some region's own program without a plan."""
+    return len({region_of(name) for name in found.own} - {None}) < found.regions
 
 
 def _stopped(result: SolveResult) -> bool:

@@ -33,6 +33,7 @@ which is what makes the transport problem's capacities linear. Shared groups
 Hall rows: `applies` keeps such instances, and hourly programs, on the routing rows.
 """
 
+import time
 from dataclasses import dataclass, replace
 
 from models.schema.instance import Instance
@@ -50,6 +51,13 @@ MAX_LP_ROUNDS = 50
 """LP rounds before the integer rounds start however many rows the LP still breaks."""
 MAX_ROUNDS = 200
 """Integer rounds before the loop gives up (each adds at least one new row)."""
+LP_ROUNDS_SHARE = 0.15
+"""Share of the solve's time left when they start that the LP rounds may take under a time
+limit: they only find rows early (the integer rounds alone are exact), and on a tight limit
+the regions' programs need the time more (10 x 20 x 6 region loss at the defaults: the
+seed rows are all the rows its plans need, and its LP rounds took 1.1-1.7 s, a third of
+what a 10 s limit leaves the solve; tests/bench/test_short_limits_bench.py); 1.0, the
+bench's `before`."""
 
 
 def applies(instance: Instance) -> bool:
@@ -177,11 +185,14 @@ def _lp_rounds(
     (solver.decompose.by_workload: LB = sum_w bound(P_w)), its LP relaxation with some of
     its Hall rows a relaxation of that, so the sum over workloads of the last LP each
     solved to optimality bounds the whole program's optimum (a workload whose LP did not
-    end optimal, or that the deadline left out, counts 0: no plan costs less). Where the
-    regions' own programs prove little (50 x 50 x 6 region loss, stopped near the root
-    in their share of the time), this is the bound a plan's gap is stated against."""
+    end optimal, or that the deadline or `LP_ROUNDS_SHARE` left out, counts 0: no plan
+    costs less). Where the regions' own programs prove little (50 x 50 x 6 region loss,
+    stopped near the root in their share of the time), this is the bound a plan's gap is
+    stated against."""
     sets = program.sets
     added, most, bound = 0, 0, program.lp.objective_constant
+    left_s = settings.remaining_s()
+    stop_at = None if left_s is None else time.monotonic() + LP_ROUNDS_SHARE * left_s
     floors: dict[str, float] = {}
     program.region_costs["lp_floors"] = (program.lp, floors)  # the parts' floors (join_run)
     for w in sets.workloads:
@@ -208,7 +219,7 @@ def _lp_rounds(
         most = max(most, rounds)
         bound += proven
         floors[w] = proven
-        if settings.spent():
+        if settings.spent() or (stop_at is not None and time.monotonic() > stop_at):
             break
     return added, most, None, bound
 

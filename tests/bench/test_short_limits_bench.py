@@ -7,7 +7,8 @@ this stop's changes, side by side in one process, A B A B. Run by `make bench` o
 (`AFTER_PER_BUILD` 0 in solver.stages), the regions' stage returns nothing where the
 floored program found no plan (`HELD_COVER` off in solver.decompose.region_join), and
 the cover's sizing is its greedy alone (`PACKED` off in solver.decompose.cover.sizing).
-`after`: the solve ends 4 x the build's seconds before the limit where that comes first,
+`after`: the solve ends AFTER_PER_BUILD x the build's seconds before the limit (4 at stop 26,
+3 since stop 28: tests/bench/test_limit_curve_bench.py) where that comes first,
 the cover held at the regions' own plans is the plan where the floored program has none
 cheaper, and the cover's sizing is re-chosen region by region from starts on one GPU
 type each. Each row: cost, stated gap, wall seconds of `solve_program` (the report's

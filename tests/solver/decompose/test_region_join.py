@@ -3,6 +3,9 @@ hand, and on generated instances at the policy's defaults the regions' bound is 
 the whole program's optimum, which is at most the cost of each plan the regions give
 (held routing, floored fleets), each of which holds every row of the whole."""
 
+import math
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
@@ -13,6 +16,7 @@ from models.operations.scenarios import failure_scenarios
 from solver.backends import get_backend
 from solver.candidates.table import build_candidates
 from solver.decompose.join_values import broken_rows
+from solver.decompose.region_bounds import region_of, region_programs
 from solver.decompose.region_join import (
     by_region,
     first_by_region,
@@ -120,14 +124,16 @@ def test_the_regions_plan_is_a_plan_above_the_optimum(survive):
 @pytest.mark.parametrize("survive", ["none", "region"])
 def test_independent_regions_get_the_whole_time_and_nothing_solved_after(monkeypatch, survive):
     """Without region loss the regions' programs are the whole program (`independent`):
-    they get all the time to the deadline (with region loss, BOUND_SHARE of it, the rest
-    for the floored plan and the search), no floored program is solved after them, and
-    the method says so. 100 s to the deadline: the regions' deadline is ~100 s away
-    independent, ~0.5 x 100 = 50 s otherwise."""
+    they get all the time to the deadline (with region loss, `bound_share` of it, the
+    rest for the floored plan and the search), no floored program is solved after them,
+    and the method says so. 100 s to the deadline: the regions' deadline is ~100 s away
+    independent; otherwise 3 regions on one process are 3 rounds, the floored program
+    counted as FLOORED_ROUNDS = 2 more, 3 / (3 + 2) x 100 = 60 s."""
     import time
 
     from solver.decompose import region_join as module
 
+    monkeypatch.setattr(module, "_processes", lambda _lps: 1)
     program = _whole_servers(survive)
     solved, floored, deadlines, floors = module._solved, module.floored, [], []
 
@@ -145,7 +151,7 @@ def test_independent_regions_get_the_whole_time_and_nothing_solved_after(monkeyp
     assert found is not None
     independent = survive == "none"
     assert module.independent(program) is independent
-    assert deadlines[0] == pytest.approx(100.0 if independent else 50.0, abs=1.0)
+    assert deadlines[0] == pytest.approx(100.0 if independent else 60.0, abs=1.0)
     assert (floors == []) is independent
     assert ("3 independent region programs joined" in found.description) is independent
 
@@ -234,3 +240,100 @@ def test_the_search_keeps_the_callers_bounds(monkeypatch):
     assert found is not None and seen
     assert seen[0].variables[used].upper == 0.0
     assert found.result.values.get(used, 0.0) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("regions", "processes", "share"),
+    [(10, 1, 10 / 12), (10, 2, 5 / 7), (3, 2, 2 / 4), (1, 4, 1 / 3)],
+)
+def test_the_regions_take_their_rounds_share_before_the_floored_program(regions, processes, share):
+    """The regions' programs run ceil(regions / processes) rounds; the floored program
+    after them counts as FLOORED_ROUNDS = 2: 10 on one process 10 / 12, on two
+    ceil(10 / 2) = 5 rounds, 5 / 7; 3 on two 2 / 4; one on four 1 / 3."""
+    from solver.decompose.region_time import bound_share
+
+    assert bound_share(regions, processes) == pytest.approx(share)
+
+
+def test_without_floored_rounds_the_regions_take_the_fixed_share(monkeypatch):
+    from solver.decompose import region_time as module
+
+    monkeypatch.setattr(module, "FLOORED_ROUNDS", 0)
+    assert module.bound_share(10, 1) == module.BOUND_SHARE
+
+
+def test_a_region_without_a_plan_has_the_whole_programs_cover_before_the_floored_one(
+    monkeypatch,
+):
+    """Where the clock left a region's own program without a plan (`_unplanned`), the
+    whole program's cover is built before the floored program (COVERS_FIRST), and the
+    cover held at the regions' plans is not built; the plan is still a plan of the whole
+    (every row holds) no dearer than the cover. The regions' programs are given here:
+    every region's but the first, as if the clock stopped it."""
+    import time
+
+    from solver.decompose import region_join as module
+
+    program = _whole_servers("region")
+    found = module.region_join(program, get_backend("highs"), EXACT, None, math.inf)
+    first = sorted(region_programs(program.lp))[0]
+    own = {n: v for n, v in found.own.items() if region_of(n) != first}
+    cut_short = replace(found, own=own, bound=None, stopped=found.bound)
+    assert module._unplanned(cut_short) and not module._unplanned(found)
+    calls = []
+    covering, floored_of = module.covering_plan, module.floored
+
+    def covering_spied(lp):
+        calls.append("cover")
+        return covering(lp)
+
+    def floored_spied(*args):
+        calls.append("floored")
+        return floored_of(*args)
+
+    monkeypatch.setattr(module, "region_join", lambda *args, **kwargs: cut_short)
+    monkeypatch.setattr(module, "covering_plan", covering_spied)
+    monkeypatch.setattr(module, "floored", floored_spied)
+    monkeypatch.setattr(module, "region_cover", lambda *args: pytest.fail("held cover built"))
+    monkeypatch.setattr(module, "SEARCH", False)
+    result = by_region(program, get_backend("highs"), EXACT, None, time.monotonic() + 60.0)
+    assert calls[:2] == ["cover", "floored"]
+    values = result.result.values
+    assert broken_rows(program.lp, values, {}, {}) == []
+    assert result.result.objective <= covering(program.lp).cost + 1e-6
+
+
+def test_the_regions_start_only_where_each_gets_its_least_time():
+    """REGION_MIN_S = 0.25 s each: 10 regions on one process need 10 x 0.25 = 2.5 s, on two
+    ceil(10 / 2) = 5 rounds, 1.25 s; 20 on two 10 rounds, 2.5 s; no deadline, always."""
+    from solver.decompose.region_time import REGION_MIN_S, worth_starting
+
+    assert REGION_MIN_S == 0.25
+    assert worth_starting(10, 1, 2.5) and not worth_starting(10, 1, 2.4)
+    assert worth_starting(10, 2, 1.25) and not worth_starting(10, 2, 1.2)
+    assert not worth_starting(20, 2, 2.4) and worth_starting(20, 2, math.inf)
+
+
+def test_regions_too_short_of_time_are_not_started_and_give_no_plan(monkeypatch):
+    """With region loss and 0.1 s to the deadline, 3 regions on one process would get
+    0.6 x 0.1 / 3 = 0.02 s each, below REGION_MIN_S: no region program is solved and
+    by_region gives no plan (the workload parts follow); without region loss (nothing
+    follows the regions) they are solved all the same."""
+    import time
+
+    from solver.decompose import region_join as module
+
+    monkeypatch.setattr(module, "processes_for", lambda _programs: 1)
+    solved = []
+    real = module._solved
+
+    def solved_spied(*args):
+        solved.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(module, "_solved", solved_spied)
+    backend = get_backend("highs")
+    found = by_region(_whole_servers("region"), backend, EXACT, None, time.monotonic() + 0.1)
+    assert found is None and solved == []
+    by_region(_whole_servers("none"), backend, EXACT, None, time.monotonic() + 0.1)
+    assert len(solved) == 1

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
+import solver.decompose.scenario_cuts as scenario_cuts
 from models.operations.scenarios import failure_scenarios
 from models.serving.replica import Role
 from solver.backends import get_backend
@@ -251,3 +252,36 @@ def test_the_lp_rounds_leave_no_workloads_relaxation_breaking_a_hall_row():
     # ... and bounds the whole program's optimum (a relaxation of it, workload by workload)
     optimum = solve_by_cuts(program, backend, SETTINGS).result.objective
     assert 0 < bound <= optimum * (1 + 1e-9)
+
+
+def test_lp_rounds_past_their_share_leave_the_rows_to_the_integer_rounds(monkeypatch):
+    """Under a time limit the LP rounds stop once they have taken LP_ROUNDS_SHARE of the
+    time left when they started (here 0: after the first workload): the second
+    workload's relaxation adds no row and counts 0 in the bound, and the integer rounds
+    alone still find every row the plan needs, so the cut loop ends at the same optimum
+    as with every LP round run (the 4-region case of the test above)."""
+    inst = generated(4, 2, 2, survive="region")
+    table = build_candidates(inst)
+    backend = get_backend("highs")
+
+    def program():
+        sets = ProgramSets(inst, table, failure_scenarios(inst), scenario_rows="cuts")
+        return build_program(inst, table, sets=sets)
+
+    optimum = solve_by_cuts(program(), backend, SETTINGS).result.objective
+    monkeypatch.setattr(scenario_cuts, "LP_ROUNDS_SHARE", 0.0)
+    cut_short = program()
+    credit = TransportCredit(cut_short.sets)
+    first, _ = cut_short.sets.workloads
+    found, _, infeasible, bound = _lp_rounds(cut_short, backend, SETTINGS, credit, {})
+    assert infeasible is None and found > 0
+    floors = cut_short.region_costs["lp_floors"][1]
+    assert set(floors) == {first}  # the second workload's LP never ran
+    assert bound == pytest.approx(cut_short.lp.objective_constant + floors[first])
+    hall = [row for row in cut_short.lp.constraints.values() if row.family == "hall"]
+    assert hall and all(
+        all(name.split("[")[1].split(",")[0] == first for name in row.coefficients) for row in hall
+    )
+    # the rows only the integer rounds find: the same optimum
+    again = solve_by_cuts(program(), backend, SETTINGS).result
+    assert again.objective == pytest.approx(optimum, rel=1e-9)

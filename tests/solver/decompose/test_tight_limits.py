@@ -143,3 +143,47 @@ def test_a_part_gets_its_size_share_of_the_time_left():
     # the last part gets all that is left; a sliver still gets the least call
     assert part_share(7.0, 50, [50], 1) == pytest.approx(7.0)
     assert part_share(0.01, 1, [1, 10_000], 1) == MIN_CALL_S
+
+
+def test_the_regions_take_all_the_time_where_no_whole_solve_would_follow(monkeypatch):
+    """With a 100 s limit the whole program is solved after the regions' stage only with
+    WHOLE_AFTER_JOIN_SHARE x 100 = 25 s left. 80 s left: the regions' REGION_FIRST_SHARE
+    of it leaves 0.25 x 80 = 20 s < 25, so the regions take all of it; 120 s left (a
+    limit raised past the solve's own) leaves 30 s, and they take their share; no limit,
+    their share. Off (FULL_SHARE_WHEN_LITTLE_AFTER), never all."""
+    import solver.decompose.by_workload as by_workload
+
+    settings = SolveSettings(time_limit_s=100.0)
+    share = by_workload.REGION_FIRST_SHARE
+    assert by_workload._little_after(settings, 80.0, share)
+    assert not by_workload._little_after(settings, 120.0, share)
+    assert not by_workload._little_after(SolveSettings(time_limit_s=None), 80.0, share)
+    monkeypatch.setattr(by_workload, "FULL_SHARE_WHEN_LITTLE_AFTER", False)
+    assert not by_workload._little_after(settings, 80.0, share)
+
+
+class _Seen(Exception):
+    """Stops optimise once the regions' stage has been handed its deadline."""
+
+
+def test_a_limited_solve_gives_the_regions_stage_its_whole_time(monkeypatch):
+    """optimise on a region-loss program with whole servers, 40 s left of a 60 s limit:
+    after the regions' REGION_FIRST_SHARE of it 0.25 x 40 = 10 s would be left, less than
+    the WHOLE_AFTER_JOIN_SHARE x 60 = 15 s the whole program is solved in, so the
+    regions' stage gets the solve's deadline, ~40 s away, where it got 0.75 x 40 = 30 s."""
+    import solver.decompose.by_workload as by_workload
+
+    program = _whole_servers_program("region")
+    deadlines = []
+
+    def by_region_spied(program, backend, settings, bounds, deadline):
+        deadlines.append(deadline - time.monotonic())
+        raise _Seen
+
+    monkeypatch.setattr(by_workload, "by_region", by_region_spied)
+    settings = replace(EXACT, time_limit_s=60.0).started(at=time.monotonic() - 20.0)
+    for full, expected in ((True, 40.0), (False, 0.75 * 40.0)):
+        monkeypatch.setattr(by_workload, "FULL_SHARE_WHEN_LITTLE_AFTER", full)
+        with pytest.raises(_Seen):
+            by_workload.optimise(program, get_backend("highs"), settings)
+        assert deadlines.pop() == pytest.approx(expected, abs=1.0)
