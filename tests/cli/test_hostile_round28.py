@@ -1,0 +1,23 @@
+"""Hostile input, round twenty-eight: valid-but-extreme instances and answers that must
+agree, found by hand beside the input fuzz (tests/bench/fuzz_run.py at seeds 2801 and
+2802). A p99 request past the model's context window was told to allow larger TP or
+more memory, which no layout can give."""
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+
+def test_a_request_past_the_context_window_is_told_to_shorten_it(run_cli):
+    """llama-3.1-8b reads 131,072 tokens; a p99 prompt of 1,000,000 and output of 1,000
+    (the fixture's) is 1,001,000 > 131,072 on every layout: the remedy was 'allow larger
+    TP or PP, a lower weight precision, or GPUs with more memory', none of which helps."""
+    needles = (
+        "a p99 request of 1,000,000 prompt + 1,000 output tokens exceeds the 131,072-token "
+        "context window of llama-3.1-8b",
+        "remedy: shorten workloads[chat].prompt_tokens.p99 or output_tokens.p99 so that "
+        "their sum is at most 131,072",
+    )
+    prompt = "workloads[chat].prompt_tokens={mean: 1000000, p99: 1000000}"
+    result = run_checked(run_cli, "solve", ONE_MODEL_ONE_REGION, "--set", prompt, code=3,
+                         needles=needles)  # fmt: skip
+    assert "larger TP" not in result.stderr
