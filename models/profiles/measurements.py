@@ -73,6 +73,14 @@ class Measurement:
     ep: int = 1
     """Expert-parallel ranks the routed experts were split over (`--ep`; 1: the experts
     split by TP as the attention is)."""
+    keys: tuple[tuple[str, str], ...] = ()
+    """(column, the file's key) of a JSON result (`_VLLM_KEYS`, ...): a figure a later
+    check refuses is named as the file names it (`named`)."""
+
+    def named(self, column: str) -> str:
+        """`column` as a message names it: `mean_ttft_ms (ttft_mean_ms)` for a JSON file."""
+        key = dict(self.keys).get(column)
+        return f"{key} ({column})" if key else column
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,7 @@ def _repeated(runs: list[Measurement]) -> list[Issue]:
     first: dict[tuple, str] = {}
     issues = []
     for run in runs:
-        key = astuple(replace(run, source=""))
+        key = astuple(replace(run, source="", keys=()))
         if key in first:
             message = f"the same run as {first[key]} (every field alike): give each run once"
             issues.append(Issue(run.source, None, "", message))
@@ -401,7 +409,7 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
                 for issue in row.issues
             ]
         )
-    return run
+    return replace(run, keys=tuple(keys.items()))
 
 
 _VLLM_KEYS = {

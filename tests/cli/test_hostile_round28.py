@@ -3,7 +3,12 @@ agree, found by hand beside the input fuzz (tests/bench/fuzz_run.py at seeds 280
 2802). A p99 request past the model's context window was told to allow larger TP or
 more memory, which no layout can give."""
 
+import json
+
+import pytest
+
 from tests.cli.test_hostile_input import run_checked
+from tests.engine_results import VLLM_BENCH_SERVE
 from tests.paths import ONE_MODEL_ONE_REGION
 
 
@@ -21,3 +26,23 @@ def test_a_request_past_the_context_window_is_told_to_shorten_it(run_cli):
     result = run_checked(run_cli, "solve", ONE_MODEL_ONE_REGION, "--set", prompt, code=3,
                          needles=needles)  # fmt: skip
     assert "larger TP" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("key", "named"),
+    [("mean_ttft_ms", "mean_ttft_ms (ttft_mean_ms): 1e-300 ms is"),
+     ("mean_tpot_ms", "mean_tpot_ms (tpot_mean_ms): 1e-300 ms is")],
+)  # fmt: skip
+def test_a_bench_result_figure_past_physics_is_named_by_the_files_key(
+    run_cli, tmp_path, key, named
+):
+    """A vllm bench serve result's TTFT of 1e-300 ms, far faster than the layout's fastest
+    replay, was refused as 'ttft_mean_ms: 1e-300 ms is 1.52e+302x below the fastest ...',
+    the CSV column, a key the JSON file does not hold (the input fuzz, seed 2801); the
+    reader's own refusals name the file's key beside it (test_hostile_round23)."""
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({**VLLM_BENCH_SERVE, key: 1e-300}))
+    replica = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "bf16", "--tp", "1")
+    args = ("calibrate", path, *replica, "-o", tmp_path / "p.yaml", "--no-leave-one-out")
+    run_checked(run_cli, *args, needles=(f"{path}: {named}",))
+    assert not (tmp_path / "p.yaml").exists()
