@@ -46,3 +46,31 @@ def test_a_bench_result_figure_past_physics_is_named_by_the_files_key(
     args = ("calibrate", path, *replica, "-o", tmp_path / "p.yaml", "--no-leave-one-out")
     run_checked(run_cli, *args, needles=(f"{path}: {named}",))
     assert not (tmp_path / "p.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    ("fit", "got"),
+    [("{median_abs_error_pct: .inf}", "median_abs_error_pct must be a finite number >= 0, got inf"),
+     ("{median_abs_error_pct: .nan}", "median_abs_error_pct must be a finite number >= 0, got nan"),
+     ("{rows: -3}", "rows must be a finite number >= 0, got -3"),
+     ("{leave_one_out_median_abs_error_pct: -1.5}",
+      "leave_one_out_median_abs_error_pct must be a finite number >= 0, got -1.5")],
+    ids=["inf", "nan", "negative-rows", "negative-error"],
+)  # fmt: skip
+def test_a_profile_fit_figure_reports_quote_is_finite_and_not_negative(run_cli, tmp_path, fit, got):
+    """A profile's `fit.median_abs_error_pct: .inf` was read (exit 0) and every report's
+    header said 'median error inf%' (the input fuzz, seed 2802); NaN read 'nan%', a
+    negative row count '-3 rows'."""
+    from tests.cli.test_hostile_round23 import _PERF, _profile
+
+    path = _profile(tmp_path, "mine", fit)
+    run_checked(run_cli, *_PERF, "--engine", path, needles=(f"{path}: fit.{got}",))
+
+
+def test_a_profile_fit_of_finite_figures_is_read(run_cli, tmp_path):
+    """The bound admits what calibrate writes: 12 rows, 6.1% and 0% median errors."""
+    from tests.cli.test_hostile_round23 import _PERF, _profile
+
+    fit = "{rows: 12, median_abs_error_pct: 6.1, leave_one_out_median_abs_error_pct: 0}"
+    result = run_checked(run_cli, *_PERF, "--engine", _profile(tmp_path, "mine", fit), code=0)
+    assert "fitted on 12 rows; leave-one-out median error 0%" in result.stdout + result.stderr
