@@ -339,9 +339,10 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
         raise InputError([Issue(str(path), None, "", "not a JSON object of a benchmark result")])
     if "mean_ttft_ms" in document or "output_throughput" in document:
         fields, keys = _vllm_fields(document), _VLLM_KEYS
-    elif isinstance(document.get("performance"), dict):
+    elif "performance" in document:  # a list there was 'not a result of ... trtllm-bench'
         fields, keys = _trtllm_fields(document), _TRTLLM_KEYS
-        sections = ("world_info", "dataset", "request_info", "streaming_metrics", "engine")
+        sections = ("performance", "world_info", "dataset", "request_info", "streaming_metrics")
+        sections += ("engine",)
         unread = [  # one of another shape was read as absent: the flags filled its figures
             (key, f"{_shown(document[key])} is not a section of trtllm-bench's report")
             for key in sections

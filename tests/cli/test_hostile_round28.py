@@ -74,3 +74,23 @@ def test_a_profile_fit_of_finite_figures_is_read(run_cli, tmp_path):
     fit = "{rows: 12, median_abs_error_pct: 6.1, leave_one_out_median_abs_error_pct: 0}"
     result = run_checked(run_cli, *_PERF, "--engine", _profile(tmp_path, "mine", fit), code=0)
     assert "fitted on 12 rows; leave-one-out median error 0%" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("performance", [[9000.0], "fast"], ids=["list", "text"])
+def test_a_trtllm_bench_performance_that_is_no_mapping_is_refused_naming_it(
+    run_cli, tmp_path, performance
+):
+    """A trtllm-bench report whose `performance` is a list was 'not a result of vllm bench
+    serve, genai-perf, aiperf or trtllm-bench', naming no field (the input fuzz, seeds 2801
+    and 2802); its other sections of another shape are named (test_hostile_round23)."""
+    path = tmp_path / "report.json"
+    report = {
+        "world_info": {"tp_size": 1, "pp_size": 1},
+        "dataset": {"avg_isl": 128, "avg_osl": 128, "num_requests": 64},
+        "performance": performance,
+    }
+    path.write_text(json.dumps(report))
+    replica = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "bf16")
+    args = ("calibrate", path, *replica, "-o", tmp_path / "p.yaml")
+    needle = f"{path}: performance: {performance!r} is not a section of trtllm-bench's report"
+    run_checked(run_cli, *args, needles=(needle,))
