@@ -58,7 +58,12 @@ LEFT_ALONE = (
     (r"accepted", r"measurements", r"csv:column-missing", r"header"),
     # a max-throughput trtllm-bench run's concurrency is its dataset.num_requests: without
     # it the concurrency is named missing
-    (r"unnamed", r"measurements:trtllm-bench", r"type:number->null", r"dataset\.num_requests"),
+    (
+        r"unnamed",
+        r"measurements:trtllm-bench",
+        r"type:number->null|number:zero",
+        r"dataset\.num_requests",
+    ),
 )
 """Findings judged fine: (what, target, mutation class, where) as regular expressions."""
 
