@@ -94,3 +94,15 @@ def test_a_trtllm_bench_performance_that_is_no_mapping_is_refused_naming_it(
     args = ("calibrate", path, *replica, "-o", tmp_path / "p.yaml")
     needle = f"{path}: performance: {performance!r} is not a section of trtllm-bench's report"
     run_checked(run_cli, *args, needles=(needle,))
+
+
+@pytest.mark.parametrize(
+    ("path", "hint"),
+    [("workloads.0.slo.ttft_p99_ms", "write its position in brackets, workloads[0]"),
+     ("workloads.chat.slo.ttft_p99_ms", "select an element, workloads[chat] or workloads[0]")],
+)  # fmt: skip
+def test_a_list_stepped_into_by_a_dot_is_told_how_to_select(run_cli, path, hint):
+    """`--set workloads.0.slo.ttft_p99_ms=1` was told 'select an element, workloads[0] or
+    workloads[0]', the same choice twice; a name keeps its two ways."""
+    needle = f"--set: {path}: workloads is a list, not a mapping: {hint}"
+    run_checked(run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", f"{path}=1", needles=(needle,))
