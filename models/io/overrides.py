@@ -365,6 +365,8 @@ def _apply(document: dict, override: Override) -> str:
                 hint = ""
                 if isinstance(node, list):  # `regions.us-east.zones`: the list needs a selector
                     hint = f": select an element, {_at(walked)}[{step}] or {_at(walked)}[0]"
+                    if step.isdigit():  # `workloads.0`: 'workloads[0] or workloads[0]'
+                        hint = f": write its position in brackets, {_at(walked)}[{step}]"
                 raise _refuse(override.text, f"{_at(walked)} is {_kind(node)}, not a mapping{hint}")
             landed.append(step)
             if last:

@@ -140,6 +140,10 @@ def _read(resolved: str, shown: str, factors: type[BaseModel]) -> dict[str, Any]
         value = fit.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise ProfileFileError(f"engine profile file {shown}: fit.{key} is not a number")
+        if value is not None and not 0 <= value < math.inf:  # 'median error inf%' on reports
+            raise ProfileFileError(
+                f"engine profile file {shown}: fit.{key} must be a finite number >= 0, got {value}"
+            )
     return {
         "profile": name or Path(shown).stem,
         "fallback": fallback,

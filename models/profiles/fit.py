@@ -275,7 +275,7 @@ def beyond_physics(runs: list[Measurement], base: Efficiency) -> list[Issue]:
                     Issue(
                         run.source,
                         None,
-                        column,
+                        run.named(column),
                         f"{measured:,.4g} {unit} is {_times(faster)}x {side} the fastest the "
                         f"layout can run ({best:,.4g} {unit} with every factor at its most "
                         "favourable bound); no profile was written (are the latencies in ms, "

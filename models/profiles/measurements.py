@@ -73,6 +73,14 @@ class Measurement:
     ep: int = 1
     """Expert-parallel ranks the routed experts were split over (`--ep`; 1: the experts
     split by TP as the attention is)."""
+    keys: tuple[tuple[str, str], ...] = ()
+    """(column, the file's key) of a JSON result (`_VLLM_KEYS`, ...): a figure a later
+    check refuses is named as the file names it (`named`)."""
+
+    def named(self, column: str) -> str:
+        """`column` as a message names it: `mean_ttft_ms (ttft_mean_ms)` for a JSON file."""
+        key = dict(self.keys).get(column)
+        return f"{key} ({column})" if key else column
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,7 @@ def _repeated(runs: list[Measurement]) -> list[Issue]:
     first: dict[tuple, str] = {}
     issues = []
     for run in runs:
-        key = astuple(replace(run, source=""))
+        key = astuple(replace(run, source="", keys=()))
         if key in first:
             message = f"the same run as {first[key]} (every field alike): give each run once"
             issues.append(Issue(run.source, None, "", message))
@@ -331,9 +339,10 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
         raise InputError([Issue(str(path), None, "", "not a JSON object of a benchmark result")])
     if "mean_ttft_ms" in document or "output_throughput" in document:
         fields, keys = _vllm_fields(document), _VLLM_KEYS
-    elif isinstance(document.get("performance"), dict):
+    elif "performance" in document:  # a list there was 'not a result of ... trtllm-bench'
         fields, keys = _trtllm_fields(document), _TRTLLM_KEYS
-        sections = ("world_info", "dataset", "request_info", "streaming_metrics", "engine")
+        sections = ("performance", "world_info", "dataset", "request_info", "streaming_metrics")
+        sections += ("engine",)
         unread = [  # one of another shape was read as absent: the flags filled its figures
             (key, f"{_shown(document[key])} is not a section of trtllm-bench's report")
             for key in sections
@@ -401,7 +410,7 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
                 for issue in row.issues
             ]
         )
-    return run
+    return replace(run, keys=tuple(keys.items()))
 
 
 _VLLM_KEYS = {

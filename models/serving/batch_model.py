@@ -68,6 +68,9 @@ Chunked-prefill interference (the iteration mixture)
         B_hi   = B + 2.326 sqrt(B / n) / (1 - g)
         TPOT99 = t(B) + sqrt((t(B_hi) - t(B))^2
                              + 2.326^2 Var[t](B_hi) S(n)(B_hi) (1 + cv_o^2) / m)
+    A mix whose every reply is one token (O = p99 O = 1) has no reply with a TPOT (m = 0;
+    the simulator times replies of two tokens or more): its p99 TPOT is 0, so that a
+    TPOT target never sizes it (it sized a 1-token classifier at 7x a 400-token chat).
     Assumptions: a reply's mean iteration is normal (moment-matched: short replies have
     heavier tails); the 1/n share is the simplest law between a lone replica (all of
     the stretch) and an unlimited pool (none), checked against the simulator only; for
@@ -264,6 +267,8 @@ class BatchModel:
         mean over tokens is E[P^2] / E[P] (h + (1-h) / 2) = (cached + new / 2)(1 + cv_p^2)
         (long prompts carry more tokens, each attending further)."""
         self._side = mixture_side(steps, mix, self.prefill)
+        self.single_token = mix.output_p99 <= 1.0
+        """Every reply is its first token: none has a TPOT (module docstring, "TPOT")."""
 
     def prefill_tokens(self, batch: float) -> float:
         """Q(B) = B E P (1-h) / O: prompt tokens per iteration on average (0 for a decode
@@ -406,7 +411,10 @@ class BatchModel:
         """p99 TPOT at mean batch B: t(B) + sqrt((t(B_hi) - t(B))^2 + (z sd)^2), the
         batch a reply lives through and the prompts that ride in its iterations, in
         quadrature; sd the spread of a reply's mean iteration at B_hi, stretched by the
-        busy period (`busy_stretch`; module docstring, "TPOT")."""
+        busy period (`busy_stretch`; module docstring, "TPOT"); 0 where every reply is
+        one token (`single_token`)."""
+        if self.single_token:
+            return 0.0
         mean_s = self.step_s(batch)
         if math.isinf(mean_s):
             return math.inf

@@ -312,6 +312,7 @@ def batch_capacity(
     best_tpot_s = (
         steps.decode_step_s(1.0, m.context) if cycle is steps else cycle.tpot_s(1.0, m.context)  # type: ignore[union-attr]
     )
+    best_tpot_s = 0.0 if model.single_token else best_tpot_s  # no reply has a TPOT
     best_ttft_s = (
         model.request_overhead_s + model.own_prefill_s(0.0, m.new_prompt_p99, model.budget_tokens)
         if not decode

@@ -84,6 +84,7 @@ from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.pooling import planning_capacity
 from models.serving.replica import (
     Limit,
+    MixTokens,
     ReplicaCapacity,
     ReplicaConfig,
     Role,
@@ -436,6 +437,20 @@ def _dominates(a: Candidate, b: Candidate) -> bool:
     return (b.gpus // a.gpus) * a.requests_per_s >= b.ceiling * (1 - 1e-9)
 
 
+def _window_problem(workload: Workload, window: int, tokens: MixTokens, name: str) -> Problem:
+    """A p99 request longer than the model's context window: no layout, precision or GPU
+    can serve it (`models.serving.replica_layout.fit_replica` refuses every one), so the
+    remedy is the request's lengths or the model, not memory."""
+    return Problem(
+        name,
+        f"{workload.name}: a p99 request of {tokens.prompt_p99:,.0f} prompt + "
+        f"{tokens.output_p99:,.0f} output tokens exceeds the {window:,}-token context window "
+        f"of {workload.model}, on every configuration",
+        f"shorten workloads[{workload.name}].prompt_tokens.p99 or output_tokens.p99 so that "
+        f"their sum is at most {window:,}, or serve a model with a longer context window",
+    )
+
+
 def no_candidate_problem(
     instance: Instance, workload: Workload, results: list[ReplicaCapacity]
 ) -> Problem:
@@ -469,6 +484,9 @@ def no_candidate_problem(
             f"{', '.join(no_fp4)} cannot hold ({context})",
             f"set {workload.model}'s kv_precision to fp8 or bf16, or offer a GPU with fp4 support",
         )
+    tokens = MixTokens.of(traffic_mix(workload, instance.policy.prefix_affinity))
+    if not fitting and tokens.prompt_p99 + tokens.output_p99 > llm.max_context_tokens:
+        return _window_problem(workload, llm.max_context_tokens, tokens, name)
     if not fitting:
         largest = max(results, key=lambda r: r.config.gpus * r.config.gpu.hbm_bytes)
         return Problem(

@@ -312,9 +312,13 @@ def _late_whole(lp: LinearProgram, backend, settings) -> SolveResult | None:
     its periods re-planned with their pools free at its commitment, has none: a month
     whose inherited commitment and caps leave its day's choice no room): the program
     itself solved whole within `LATE_WHOLE_S` to `HELD_GAP`, its commitment and its
-    configurations free; its plan stopped (FEASIBLE, its own gap stated), or None."""
+    configurations free; its plan stopped (FEASIBLE, its own gap stated), its proof that
+    there is none (INFEASIBLE: the month is diagnosed, exit 3, as one solved within its
+    share is; it was read as stopped, exit 4, 'raise --time-limit'), or None."""
     late = replace(settings, deadline=None, mip_gap=max(settings.mip_gap, HELD_GAP))
     found = backend.run(lp, late.limited(LATE_WHOLE_S).with_duals(False))
+    if found.termination is Termination.INFEASIBLE:
+        return found
     if not found.termination.has_solution:
         return None
     return replace(found, termination=Termination.FEASIBLE, message=LATE_WHOLE)

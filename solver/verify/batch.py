@@ -138,7 +138,20 @@ def _check_shares(
     found = []
     at = hour.hour
     soaked: dict[tuple[str, str], float] = defaultdict(float)  # (w, r) -> capacity lost
+    batches = [w.name for w in instance.workloads if w.is_batch]
     for soak in hour.batch_soak:
+        if soak.batch not in batches:  # looked up below: '' was StopIteration, exit 70
+            found.append(
+                Violation(
+                    requirement=timed_name(
+                        f"soak[{soak.batch},{soak.workload},{soak.configuration},{soak.region}]",
+                        at,
+                    ),
+                    message=f"names batch workload {soak.batch!r}, not one of the "
+                    f"instance's batch workloads ({', '.join(batches)})",
+                )
+            )
+            continue
         pool = next(
             (
                 p

@@ -64,7 +64,7 @@ def fuzz(
             case.mkdir()
             path = case / f"input{target.suffix}"
             path.write_bytes(
-                mutant.text if mutant.text is not None else dumped(target, mutant.document)
+                mutant.text if mutant.text is not None else dumped(target, mutant.built())
             )
             command = rng.choice(target.commands)
             argv = command(path, case)

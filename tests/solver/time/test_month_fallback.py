@@ -324,3 +324,30 @@ def test_a_fallback_that_passes_every_cap_says_the_time_ran_out_not_a_cap(monkey
     one_passed = fallback.refused_message(inst, None, Held(committed={}, layout={}), 1, 3)
     assert f"it needs {over}, and neither" in one_passed
     assert one_passed.endswith("or loosen that cap")
+
+
+def test_a_month_whose_program_solved_whole_past_the_deadline_has_no_plan_is_infeasible(
+    monkeypatch,
+):
+    """The capped run with month 1's demand doubled (r1 at 800 requests/s): r1's GPUs
+    draw 30.6 kW against its power_kw 21 (three 10.19 kW servers), so month 1 has no plan
+    on any commitment, as the run within its limit says (Infeasible, exit 3). Its share
+    spent and the re-fit finding nothing, its program solved whole past the deadline
+    (day_choice._late_whole) proves it: the month is diagnosed as within the limit (the
+    conflicts its diagnosis names past the deadline vary with the load). Before, the
+    proof was read as no plan found in time: TimeLimitReached, exit 4, 'raise
+    --time-limit' (growth-horizon at horizon_months 120 and monthly_growth 1.444: month
+    3, exit 4 after 4 s; at horizon_months 4, exit 3)."""
+    import pytest
+
+    from solver.decompose import by_period
+    from solver.errors import Infeasible
+
+    _past_the_limit_from_month_1s_build(monkeypatch)
+    data = _months(2, 1.0, r1=400.0)
+    data["regions"][0]["power_kw"] = 21.0
+    inst = validate_instance(data, "periods.yaml")
+    monkeypatch.setattr(by_period._Rounds, "refit", lambda self, levels: None)
+    with pytest.raises(Infeasible) as refused:
+        solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3))
+    assert "month[1]: month 1 of the horizon (demand x2.000)" in str(refused.value)
