@@ -70,7 +70,7 @@ from solver.analysis.lever_groups import (
     large,
     neutral,
     probes_early,
-    servers_bound,
+    servers_screen,
     solve_group,
 )
 from solver.analysis.lever_programs import (
@@ -157,7 +157,7 @@ def solve_lever(
     start: Mapping[str, float] | None = None,
     base_program: BaseProgram | None = None,
     handed_out: float | None = None,
-    probe: tuple[str, float] | None = None,
+    probe: tuple[str, float, dict[str, float]] | None = None,
     unused: tuple[CandidateTable, BaseProgram] | None = None,
     reduced: bool = False,
 ) -> LeverResult | Neutral:
@@ -167,7 +167,8 @@ def solve_lever(
     values by column name) where given; every ending is a LeverResult, one without a
     plan with its reason. With `base_program`, a lever whose program is the base's is not
     solved: its result is the base plan's (solver.analysis.lever_programs); with `probe`
-    (the GPU type the lever offers, the base program's `lever_groups.servers_bound`)
+    (the GPU type the lever offers, the base program's `lever_groups.servers_bound` and
+    its plan, the probe's start)
     too, a lever whose program's is no lower is not solved either: it is returned `Neutral`,
     to be proven with others (solver.analysis.lever_groups). With `unused` (the base's
     table and answer), neither is one whose table is the base's (`offers_nothing`).
@@ -187,7 +188,7 @@ def solve_lever(
             table, program, same = lever_table(instance, settings, base_program, table)
             if same:
                 return _as_base(name, base_cost, base_program)
-            if probe is not None and neutral(program.lp, probe[1], backend):
+            if probe is not None and neutral(program.lp, probe[1], backend, probe[2]):
                 return Neutral(name, probe[0], program.lp)
         plan = solve_program(instance, settings, table, program).plan
     except Infeasible as error:
@@ -372,9 +373,9 @@ class LeverRun:
 
     def _probed(
         self, instance: Instance, program: LinearProgram | None
-    ) -> tuple[set[str], float | None]:
+    ) -> tuple[set[str], tuple[float, dict[str, float]] | None]:
         """The `allow GPU` levers that may be proven together (lever_groups: `groups_in`,
-        `groupable`; two at least), and the base program's `servers_bound`."""
+        `groupable`; two at least), and the base program's `servers_bound` and plan."""
         if program is None or not groups_in(instance, program, self.start, self.base_program):
             return set(), None
         names = {
@@ -382,8 +383,10 @@ class LeverRun:
             for item in self.work
             if item.relaxes and groupable(instance, item.offers, item.instance)
         }
-        bound = servers_bound(program, self.backend) if len(names) > 1 else None
-        return (names, bound) if bound is not None else (set(), None)
+        screen = servers_screen(program, self.backend) if len(names) > 1 else None
+        if screen is None or not screen.termination.has_solution:
+            return set(), None
+        return names, (screen.objective, dict(screen.values))
 
     def __enter__(self) -> "LeverRun":
         return self.begin()
@@ -481,7 +484,7 @@ class LeverRun:
             return solve_group, (*args, share_s, time.monotonic()), {}
         probe: dict[str, Any] = {"reduced": True} if self._reduced else {}
         if item.name in self._probing and item.offers and self._base_bound is not None:
-            probe["probe"] = (item.offers, self._base_bound)
+            probe["probe"] = (item.offers, *self._base_bound)
         if item.offers and self._unused is not None:
             probe["unused"] = self._unused
         start = self._loosened if item.relaxes else self.start

@@ -13,6 +13,7 @@ from solver.analysis.lever_groups import (
     STOPPED_NOTE,
     Neutral,
     contains,
+    neutral,
     plan_of,
     probes_early,
     servers_bound,
@@ -180,6 +181,46 @@ def test_the_screen_relaxes_all_but_whole_servers():
     lp.add_constraint("cover", "demand", cover, Sense.GE, 5.0)
     lp.add_objective({"replicas[w,c,r]": 5.0, "servers[r,g]": 3.0})
     assert servers_bound(lp, None) == pytest.approx(3 * 1 + 5 * 0.5, rel=1e-4)
+
+
+def _screened() -> LinearProgram:
+    """min 5 r + 3 s, 2 r + 4 s >= 5 (the screen's test below): its screen is 5.5."""
+    lp = LinearProgram("p")
+    lp.add_variable("replicas[w,c,r]", upper=4.0, integer=True)
+    lp.add_variable("servers[r,g]", upper=4.0, integer=True)
+    cover = {"replicas[w,c,r]": 2.0, "servers[r,g]": 4.0}
+    lp.add_constraint("cover", "demand", cover, Sense.GE, 5.0)
+    lp.add_objective({"replicas[w,c,r]": 5.0, "servers[r,g]": 3.0})
+    return lp
+
+
+def test_a_probe_starts_from_the_base_screens_plan_and_proves_the_same_bound(monkeypatch):
+    # The lever adds another type's servers h at $4 covering 4: h = 1, r = 0.5 costs 4 +
+    # 2.5 = 6.5 > 5.5, so its screen is the base's 5.5 (neutral). The base screen's plan
+    # (s = 1, r = 0.5; h at 0) is a plan of the lever's screen: the probe starts from it.
+    base = _screened()
+    lever = _screened()
+    lever.add_variable("servers[r,h]", upper=4.0, integer=True)
+    lever.constraints["cover"].coefficients["servers[r,h]"] = 4.0
+    lever.objective["servers[r,h]"] = 4.0
+    screen = lever_groups.servers_screen(base, None)
+    assert screen.objective == pytest.approx(5.5, rel=1e-4)
+    started: list = []
+    real = lever_groups.get_backend
+
+    class Recorded:
+        def __init__(self, backend):
+            self.backend = backend
+
+        def solve(self, lp, **options):
+            started.append(options.get("start"))
+            return self.backend.solve(lp, **options)
+
+    monkeypatch.setattr(lever_groups, "get_backend", lambda name: Recorded(real(name)))
+    values = dict(screen.values)
+    assert neutral(lever, screen.objective, None, values)
+    assert started == [values]
+    assert servers_bound(lever, None, values) == pytest.approx(servers_bound(lever, None))
 
 
 def test_probes_go_right_after_the_levers_before_them():
