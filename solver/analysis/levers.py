@@ -100,10 +100,9 @@ SHARED = True
 DOMINATED = True
 """Whether large static programs' levers search without dominated pools (module text)."""
 REGION_ROWS = False
-"""Whether a static lever's search from the base plan first works out its regions' own
-programs for the region_cost rows (SolveSettings.region_rows_with_start; a group keeps
-them). chat-3region's ten levers solved alone, one process: 26.4 CPU s with them (10.9 in
-the regions' programs), 17.8 s without; the group of seven, 9.5 s with, 19.2 without."""
+"""Whether a static lever's search from the base plan works out its regions' programs for
+region_cost rows (SolveSettings.region_rows_with_start; a group keeps them): chat-3region's
+ten levers alone 26.4 CPU s with them (10.9 in those programs), 17.8 without."""
 BASE_IS_BETTER_NOTE = (
     "the base plan: the lever only loosens the question, and its search stopped on a "
     "dearer plan (${found:,.0f}/month)"
@@ -353,7 +352,8 @@ class LeverRun:
         self._instance, self._lp = instance, program
         self._unused = unused_offers(instance, base, program, table, backend)
         self._reduced = DOMINATED and self.start is not None and large(program)
-        self._probing, self._base_bound = self._probed(instance, program)
+        self._probing = self._probed(instance, program)
+        self._base_bound: tuple[float, dict[str, float]] | None = None  # `_screened`
         """The levers whose turn first probes them (`solve_lever(probe=...)`) and the base
         program's `servers_bound` they are probed against: they go right after the levers
         `lever_work` puts before them (a finer server's, the longest), so that their group
@@ -371,22 +371,26 @@ class LeverRun:
         self._woken: Future = Future()
         """Done when `results` lifts the limit (the dispatcher waits on it too)."""
 
-    def _probed(
-        self, instance: Instance, program: LinearProgram | None
-    ) -> tuple[set[str], tuple[float, dict[str, float]] | None]:
+    def _probed(self, instance: Instance, program: LinearProgram | None) -> set[str]:
         """The `allow GPU` levers that may be proven together (lever_groups: `groups_in`,
-        `groupable`; two at least), and the base program's `servers_bound` and plan."""
+        `groupable`; two at least)."""
         if program is None or not groups_in(instance, program, self.start, self.base_program):
-            return set(), None
+            return set()
         names = {
             item.name
             for item in self.work
             if item.relaxes and groupable(instance, item.offers, item.instance)
         }
-        screen = servers_screen(program, self.backend) if len(names) > 1 else None
-        if screen is None or not screen.termination.has_solution:
-            return set(), None
-        return names, (screen.objective, dict(screen.values))
+        return names if len(names) > 1 else set()
+
+    def _screened(self) -> None:
+        """The base program's `servers_bound` and plan for the probes (none: no probe), by
+        the thread handing levers out, not the caller's (chat-3region: 0.35 s)."""
+        if self._probing and self._base_bound is None:
+            screen = servers_screen(self._lp, self.backend)
+            found = screen.termination.has_solution
+            self._probing = self._probing if found else set()
+            self._base_bound = (screen.objective, dict(screen.values)) if found else None
 
     def __enter__(self) -> "LeverRun":
         return self.begin()
@@ -423,6 +427,7 @@ class LeverRun:
         """Every lever's result, largest saving first (no plan: last), once all ended."""
         if not self._parallel:
             self._shares = self._new_shares()
+            self._screened()
             waiting: deque = deque(self.work)
             with shared_physics() if SHARED else nullcontext():
                 while waiting:
@@ -548,6 +553,7 @@ class LeverRun:
         share as it starts, until every one has ended (an error ends it, for `results`);
         it wakes when a lever ends or `results` lifts the limit."""
         try:
+            self._screened()
             waiting: deque = deque(self.work)
             running: set[Future] = set()
             while waiting or running:

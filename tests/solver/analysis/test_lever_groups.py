@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from solver.analysis import lever_groups
+from solver.analysis import levers as levers_module
 from solver.analysis.lever_edits import lever_work
 from solver.analysis.lever_groups import (
     GROUP_NOTE,
@@ -127,6 +128,27 @@ def test_grouped_levers_answer_as_each_solved_alone(monkeypatch):
         assert results[name].cost_per_month == pytest.approx(base_cost, abs=0.01)
         assert alone.cost_per_month == pytest.approx(base_cost, rel=GAP)
         assert results[name].total_gpus <= solved.plan.total_gpus
+
+
+def test_the_base_screen_waits_for_the_levers_hand_out_and_is_worked_out_once(monkeypatch):
+    # made beside explain's re-solves, a LeverRun leaves the base's screen to the thread
+    # that hands its levers out: none at its making, one at the first hand-out
+    monkeypatch.setattr(lever_groups, "MIN_INTEGERS", 0)
+    instance = _instance(0.5)
+    solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+    screened = []
+    real = levers_module.servers_screen
+    monkeypatch.setattr(
+        levers_module, "servers_screen", lambda lp, b: screened.append(lp) or real(lp, b)
+    )
+    run = LeverRun(instance, solved.plan, start=solved.result.values, program=solved.program.lp)
+    assert len(run._probing) >= 2 and screened == [] and run._base_bound is None
+    run._screened()
+    run._screened()
+    assert screened == [solved.program.lp]
+    bound, values = run._base_bound
+    assert bound == pytest.approx(servers_bound(solved.program.lp, None), rel=1e-9)
+    assert values.keys() <= solved.program.lp.variables.keys()
 
 
 def test_a_group_with_a_saving_member_answers_none():
