@@ -72,7 +72,13 @@ A B, `--time-limit 300` so that both answer everything (load 3.9-7.7, from other
 the machine): wall 131.8 / 176.3, 139.2 / 92.9, 105.8 / 98.1 s; user CPU 69.1 / 63.1,
 70.5 / 56.6, 67.3 / 60.4 s (0.91, 0.80, 0.90), the same 17 levers and 8 alternatives in
 all six. At the instance's 60 s (load 4.1-5.7) both end at the limit: main proved 1, 2
-and 5 levers of 17, the branch 5, 5 and 9.
+and 5 levers of 17, the branch 5, 5 and 9. The plain command at 19:32-19:36 UTC (load
+2.0-3.2, main against 240dbbef): wall 60.4 / 28.7 (main stopped at its limit, 7 of 17
+levers proven), 33.4 / 28.6 (0.86), 32.3 / 29.3 s (0.91); user CPU 54.3 / 52.5, 61.4 /
+52.2, 59.1 / 53.6 s; every branch run proves all 17 levers, the same $/month and
+status as main's full runs, the same base plan and alternatives (three levers end on
+an equal-cost plan of other GPUs among ties: mi355x 39 -> 38, mi300x 82 -> 83,
+prefix-cache 96 -> 94).
 
 Tried at stop 28, not kept (chat-3region, one process):
 - region programs of pairs (us-east with each other region) worked out on P_X for rows
