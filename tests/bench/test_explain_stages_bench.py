@@ -78,7 +78,12 @@ levers proven), 33.4 / 28.6 (0.86), 32.3 / 29.3 s (0.91); user CPU 54.3 / 52.5, 
 52.2, 59.1 / 53.6 s; every branch run proves all 17 levers, the same $/month and
 status as main's full runs, the same base plan and alternatives (three levers end on
 an equal-cost plan of other GPUs among ties: mi355x 39 -> 38, mi300x 82 -> 83,
-prefix-cache 96 -> 94).
+prefix-cache 96 -> 94). Where the levers do not begin beside explain (at 19:36 UTC, the
+one-minute load 1.1 falling from 2.7: solver.decompose.parallel.idle_cores counted a
+core busy), the branch took 43.9 s: the base to 4.2 s, explain's re-solves one at a
+time to 22.0, the replay to 23.6, then the levers two at a time to 43.4, allow gh200
+stopped by its even share (3.5 s, gap 6%) and solved again last (5.1 s, alone beside
+the group's end): the time is then the two stages' sum, not their overlap.
 
 Tried at stop 28, not kept (chat-3region, one process):
 - region programs of pairs (us-east with each other region) worked out on P_X for rows
