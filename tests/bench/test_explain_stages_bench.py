@@ -83,7 +83,11 @@ one-minute load 1.1 falling from 2.7: solver.decompose.parallel.idle_cores count
 core busy), the branch took 43.9 s: the base to 4.2 s, explain's re-solves one at a
 time to 22.0, the replay to 23.6, then the levers two at a time to 43.4, allow gh200
 stopped by its even share (3.5 s, gap 6%) and solved again last (5.1 s, alone beside
-the group's end): the time is then the two stages' sum, not their overlap.
+the group's end): the time is then the two stages' sum, not their overlap. Two more
+pairs at 19:39-19:42 (load 2.7-3.7): 40.9 / 61.5 s (the branch's levers not begun
+beside, 4 of 17 proven by the limit; main's beside, 17) and 50.7 / 42.1 s (17 and 17):
+under others' load, whether the levers begin beside explain moves the wall by 15-30 s
+either way, more than the CPU saved.
 
 Tried at stop 28, not kept (chat-3region, one process):
 - region programs of pairs (us-east with each other region) worked out on P_X for rows
