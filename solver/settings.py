@@ -152,6 +152,12 @@ class SolveSettings:
     """Whether a search from `start` too leaves out the pools config dominance removes
     (solver.candidates.config_dominance; the optimum unchanged): a group of GPU levers'
     (solver.analysis.lever_groups), where it pays; without a start they always are."""
+    region_rows_with_start: bool = field(default=True, compare=False)
+    """Whether a search from `start` works out its regions' own programs for the
+    region_cost rows (solver.decompose.region_bounds) where the program holds none yet:
+    off for a lever's re-solve from the base plan (solver.analysis.levers.REGION_ROWS),
+    whose incumbent ends the search in fewer nodes than the regions' programs cost; rows
+    the program holds already (`FleetProgram.region_costs`) are used either way."""
 
     def __post_init__(self) -> None:
         if self.time_limit_s is not None and not (

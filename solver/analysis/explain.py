@@ -496,7 +496,7 @@ def _resolve_without(
             return started.answer
         if started is not None:
             limited = replace(limited, start=started.values)
-        program = with_base_bound(program, var, base)
+        program = with_base_bound(program, var, base, backend, limited)
     return optimise(program, backend, limited, {var: (0.0, 0.0)}).result
 
 

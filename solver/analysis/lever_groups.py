@@ -50,7 +50,7 @@ from solver.decompose.region_bounds import bound_of
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.program.build import with_bounds
 from solver.program.families.servers import ServersColumn
-from solver.program.lp import LinearProgram, Sense, plan_of
+from solver.program.lp import LinearProgram, Sense, SolveResult, plan_of
 from solver.program.row_names import split_name
 from solver.settings import SolveSettings
 from solver.solve import solve_program
@@ -125,25 +125,39 @@ class GroupOutcome:
     unanswered: tuple[str, ...]
 
 
-def servers_bound(lp: LinearProgram, backend: str | None) -> float | None:
+def servers_bound(
+    lp: LinearProgram, backend: str | None, start: dict[str, float] | None = None
+) -> float | None:
     """The optimum (within `SCREEN_GAP`) of `lp` with every integer but the whole servers
     bought (`servers` columns) made continuous: a small program of a few integers; None
-    without a plan."""
+    without a plan (`servers_screen`)."""
+    result = servers_screen(lp, backend, start)
+    return result.objective if result.termination.has_solution else None
+
+
+def servers_screen(
+    lp: LinearProgram, backend: str | None, start: dict[str, float] | None = None
+) -> SolveResult:
+    """`servers_bound`'s solve, from `start` where given: the base program's own screen's
+    plan, with a lever's columns at 0 a plan of the lever's screen (it only adds columns),
+    so the search has the base's bound in hand as an incumbent from its first node
+    (chat-3region's seven neutral probes 2.8 -> 1.8 CPU s); the optimum is the same."""
     relaxed = with_bounds(lp, {}, relax=True)
     for name, var in lp.variables.items():
         if var.integer and split_name(name)[0] == ServersColumn.family:
             relaxed.variables[name] = var
-    result = get_backend(backend or "highs").solve(
-        relaxed, mip_gap=SCREEN_GAP, threads=1, want_duals=False
+    return get_backend(backend or "highs").solve(
+        relaxed, mip_gap=SCREEN_GAP, threads=1, want_duals=False, start=start
     )
-    return result.objective if result.termination.has_solution else None
 
 
-def neutral(lp: LinearProgram, base_bound: float, backend: str | None) -> bool:
-    """Whether `lp`'s `servers_bound` is no lower than the base program's (`base_bound`)
-    by more than `NEUTRAL_SHARE` of it (the tie-break and the screen's gap move it a
-    little)."""
-    bound = servers_bound(lp, backend)
+def neutral(
+    lp: LinearProgram, base_bound: float, backend: str | None, start: dict | None = None
+) -> bool:
+    """Whether `lp`'s `servers_bound` (from `start`, the base's screen's plan) is no lower
+    than the base program's (`base_bound`) by more than `NEUTRAL_SHARE` of it (the
+    tie-break and the screen's gap move it a little)."""
+    bound = servers_bound(lp, backend, start)
     return bound is not None and bound >= base_bound - NEUTRAL_SHARE * abs(base_bound)
 
 

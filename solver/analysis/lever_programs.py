@@ -165,3 +165,18 @@ def lever_table(
     table = table if table is not None else candidate_table(instance, settings)
     program = static_fleet_program(instance, table, settings)
     return table, program, program_digest(program.lp) == base.digest
+
+
+def rounding_note(result: Any, base: Plan) -> str:
+    """ "rounded to whole servers: N GPUs saved, 0 servers" where a lever moves the GPUs in
+    use but neither the servers bought nor the bill (it saves less than a cent); else "".
+    """
+    if result.total_gpus is None or result.saving_per_month is None:
+        return ""
+    if not (result.whole_servers or buys_whole_servers(base)):
+        return ""
+    moved = (base.total_gpus or 0) - result.total_gpus
+    if not moved or result.servers != servers_bought(base) or abs(result.saving_per_month) >= 0.01:
+        return ""
+    gpus = f"{abs(moved)} GPU{'s' if abs(moved) != 1 else ''}"
+    return f"rounded to whole servers: {gpus} {'saved' if moved > 0 else 'more'}, 0 servers"

@@ -70,7 +70,7 @@ from solver.analysis.lever_groups import (
     large,
     neutral,
     probes_early,
-    servers_bound,
+    servers_screen,
     solve_group,
 )
 from solver.analysis.lever_programs import (
@@ -80,10 +80,10 @@ from solver.analysis.lever_programs import (
     lever_table,
     offers_nothing,
     plan_fields,
+    rounding_note,
     unused_offers,
 )
 from solver.analysis.lever_shares import BASE_SOLVES, MIN_SHARE_S, NONE_LEFT, Shares
-from solver.analysis.paid import buys_whole_servers, servers_bought
 from solver.candidates.pools import seeded_share, shared_physics
 from solver.candidates.table import CandidateTable
 from solver.decompose.parallel import idle_cores
@@ -99,6 +99,10 @@ SHARED = True
 """Whether levers share their tables' physics (`shared_physics`); off: the bench's before."""
 DOMINATED = True
 """Whether large static programs' levers search without dominated pools (module text)."""
+REGION_ROWS = False
+"""Whether a static lever's search from the base plan works out its regions' programs for
+region_cost rows (SolveSettings.region_rows_with_start; a group keeps them): chat-3region's
+ten levers alone 26.4 CPU s with them (10.9 in those programs), 17.8 without."""
 BASE_IS_BETTER_NOTE = (
     "the base plan: the lever only loosens the question, and its search stopped on a "
     "dearer plan (${found:,.0f}/month)"
@@ -152,7 +156,7 @@ def solve_lever(
     start: Mapping[str, float] | None = None,
     base_program: BaseProgram | None = None,
     handed_out: float | None = None,
-    probe: tuple[str, float] | None = None,
+    probe: tuple[str, float, dict[str, float]] | None = None,
     unused: tuple[CandidateTable, BaseProgram] | None = None,
     reduced: bool = False,
 ) -> LeverResult | Neutral:
@@ -162,7 +166,8 @@ def solve_lever(
     values by column name) where given; every ending is a LeverResult, one without a
     plan with its reason. With `base_program`, a lever whose program is the base's is not
     solved: its result is the base plan's (solver.analysis.lever_programs); with `probe`
-    (the GPU type the lever offers, the base program's `lever_groups.servers_bound`)
+    (the GPU type the lever offers, the base program's `lever_groups.servers_bound` and
+    its plan, the probe's start)
     too, a lever whose program's is no lower is not solved either: it is returned `Neutral`,
     to be proven with others (solver.analysis.lever_groups). With `unused` (the base's
     table and answer), neither is one whose table is the base's (`offers_nothing`).
@@ -170,6 +175,7 @@ def solve_lever(
     settings = SolveSettings.of(instance, backend=backend, threads=1, time_limit_s=time_limit_s)
     if start is not None:
         settings = replace(settings, start=start, dominated_with_start=reduced)
+        settings = replace(settings, region_rows_with_start=REGION_ROWS)
     settings = settings.started(handed_out)
     table = program = None
     try:
@@ -181,7 +187,7 @@ def solve_lever(
             table, program, same = lever_table(instance, settings, base_program, table)
             if same:
                 return _as_base(name, base_cost, base_program)
-            if probe is not None and neutral(program.lp, probe[1], backend):
+            if probe is not None and neutral(program.lp, probe[1], backend, probe[2]):
                 return Neutral(name, probe[0], program.lp)
         plan = solve_program(instance, settings, table, program).plan
     except Infeasible as error:
@@ -272,21 +278,6 @@ def _no_plan(name: str, status: str, reason: str) -> LeverResult:
     )
 
 
-def rounding_note(result: LeverResult, base: Plan) -> str:
-    """ "rounded to whole servers: N GPUs saved, 0 servers" where a lever moves the GPUs in
-    use but neither the servers bought nor the bill (it saves less than a cent); else "".
-    """
-    if result.total_gpus is None or result.saving_per_month is None:
-        return ""
-    if not (result.whole_servers or buys_whole_servers(base)):
-        return ""
-    moved = (base.total_gpus or 0) - result.total_gpus
-    if not moved or result.servers != servers_bought(base) or abs(result.saving_per_month) >= 0.01:
-        return ""
-    gpus = f"{abs(moved)} GPU{'s' if abs(moved) != 1 else ''}"
-    return f"rounded to whole servers: {gpus} {'saved' if moved > 0 else 'more'}, 0 servers"
-
-
 def rank_levers(instance: Instance, base: Plan, **options) -> tuple[LeverResult, ...]:
     """Every applicable lever re-solved, largest saving first (no plan: last): a
     `LeverRun` of `instance` and `base` started and waited for (`options`: its other
@@ -361,7 +352,8 @@ class LeverRun:
         self._instance, self._lp = instance, program
         self._unused = unused_offers(instance, base, program, table, backend)
         self._reduced = DOMINATED and self.start is not None and large(program)
-        self._probing, self._base_bound = self._probed(instance, program)
+        self._probing = self._probed(instance, program)
+        self._base_bound: tuple[float, dict[str, float]] | None = None  # `_screened`
         """The levers whose turn first probes them (`solve_lever(probe=...)`) and the base
         program's `servers_bound` they are probed against: they go right after the levers
         `lever_work` puts before them (a finer server's, the longest), so that their group
@@ -379,20 +371,26 @@ class LeverRun:
         self._woken: Future = Future()
         """Done when `results` lifts the limit (the dispatcher waits on it too)."""
 
-    def _probed(
-        self, instance: Instance, program: LinearProgram | None
-    ) -> tuple[set[str], float | None]:
+    def _probed(self, instance: Instance, program: LinearProgram | None) -> set[str]:
         """The `allow GPU` levers that may be proven together (lever_groups: `groups_in`,
-        `groupable`; two at least), and the base program's `servers_bound`."""
+        `groupable`; two at least)."""
         if program is None or not groups_in(instance, program, self.start, self.base_program):
-            return set(), None
+            return set()
         names = {
             item.name
             for item in self.work
             if item.relaxes and groupable(instance, item.offers, item.instance)
         }
-        bound = servers_bound(program, self.backend) if len(names) > 1 else None
-        return (names, bound) if bound is not None else (set(), None)
+        return names if len(names) > 1 else set()
+
+    def _screened(self) -> None:
+        """The base program's `servers_bound` and plan for the probes (none: no probe), by
+        the thread handing levers out, not the caller's (chat-3region: 0.35 s)."""
+        if self._probing and self._base_bound is None:
+            screen = servers_screen(self._lp, self.backend)
+            found = screen.termination.has_solution
+            self._probing = self._probing if found else set()
+            self._base_bound = (screen.objective, dict(screen.values)) if found else None
 
     def __enter__(self) -> "LeverRun":
         return self.begin()
@@ -429,6 +427,7 @@ class LeverRun:
         """Every lever's result, largest saving first (no plan: last), once all ended."""
         if not self._parallel:
             self._shares = self._new_shares()
+            self._screened()
             waiting: deque = deque(self.work)
             with shared_physics() if SHARED else nullcontext():
                 while waiting:
@@ -490,7 +489,7 @@ class LeverRun:
             return solve_group, (*args, share_s, time.monotonic()), {}
         probe: dict[str, Any] = {"reduced": True} if self._reduced else {}
         if item.name in self._probing and item.offers and self._base_bound is not None:
-            probe["probe"] = (item.offers, self._base_bound)
+            probe["probe"] = (item.offers, *self._base_bound)
         if item.offers and self._unused is not None:
             probe["unused"] = self._unused
         start = self._loosened if item.relaxes else self.start
@@ -554,6 +553,7 @@ class LeverRun:
         share as it starts, until every one has ended (an error ends it, for `results`);
         it wakes when a lever ends or `results` lifts the limit."""
         try:
+            self._screened()
             waiting: deque = deque(self.work)
             running: set[Future] = set()
             while waiting or running:

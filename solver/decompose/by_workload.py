@@ -144,7 +144,11 @@ def optimise(
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
     first = settings.limited(_left_s(settings, started)).with_duals(False)
     rows_ready = None  # the region programs run beside the warm start
-    if backend.capabilities.warm_start and narrower(lp, program.lp):
+    if (
+        backend.capabilities.warm_start
+        and narrower(lp, program.lp)
+        and _rows_wanted(program, settings)
+    ):
         rows_ready = start_region_rows(program.lp, backend, first, program.region_costs)
     given = _given_start(program.lp, settings, bounds) if backend.capabilities.warm_start else None
     if joined is not None:  # the join that held starts the search
@@ -188,6 +192,15 @@ def optimise(
         search_improved=searched[1],
         search_stopped=from_regions and joined.search_stopped,
     )
+
+
+def _rows_wanted(program: FleetProgram, settings: SolveSettings) -> bool:
+    """Whether the whole program is solved with its region_cost rows: always where it holds
+    them already, else unless a search from a start asks for none
+    (`SolveSettings.region_rows_with_start`)."""
+    if program.region_costs.get("lp") is program.lp:
+        return True
+    return settings.start is None or settings.region_rows_with_start
 
 
 def _given_start(

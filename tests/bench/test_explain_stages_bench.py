@@ -54,8 +54,49 @@ interleaved in one process, each re-solve given 600 s):
   0.60x and 0.68x CPU (7.9 against 13.3 s, 10.8 against 15.8 s), but the stronger bound
   lets the search stop at the first plan within the 1% gap of it: us-east prefill's
   answer moved from $240,608 (7 TP2 decode + 8 TP2xPP2 prefill) to $242,360, a dearer
-  plan a planner reads. Kept out; a version that keeps searching to the old incumbent
-  would need the old answer first.
+  plan a planner reads. Kept out then; kept at stop 28 (without.own_region_row), where
+  the answer among plans within the gap was found to move with HiGHS's seed alone as
+  much ($240,608 or $242,360 on either re-solve over seeds 0-2, without the row too).
+
+Stop 28 (levers28, issue 33), this bench at load 5.7-6.1 on 2 cores: 63.6 -> 51.3 CPU s
+in all, every lever's $/month and status and every alternative the same. Base 4.5 /
+4.4; explain's re-solves 16.5 -> 15.1 (us-east prefill 7.0 / 7.0, unified 8.0 / 6.7:
+its region's row worked out again on P_X; over HiGHS seeds 0-2 the two together 48.7 ->
+36.8 s, 0.76x); the limit lifted 2.0 / 1.8; the replay 1.7 / 1.5; the levers 38.9 -> 28.3:
+each lever's search from the base plan works out no region programs
+(levers.REGION_ROWS: gh200 6.8 -> 4.8, mi300x 3.9 -> 2.3, mi325x 3.6 -> 1.8, TTFT 3.2 ->
+2.8, prefix-cache 3.3 -> 2.7; the group keeps them: 9.5 s with, 19.2 without) and the
+probes start from the base screen's plan (the seven neutral 3.6 -> 2.6 s); the group
+with its probes 12.0 -> 9.8. The command itself, main 3c4b5430 against c7d5b712, A B
+A B, `--time-limit 300` so that both answer everything (load 3.9-7.7, from other work on
+the machine): wall 131.8 / 176.3, 139.2 / 92.9, 105.8 / 98.1 s; user CPU 69.1 / 63.1,
+70.5 / 56.6, 67.3 / 60.4 s (0.91, 0.80, 0.90), the same 17 levers and 8 alternatives in
+all six. At the instance's 60 s (load 4.1-5.7) both end at the limit: main proved 1, 2
+and 5 levers of 17, the branch 5, 5 and 9. The plain command at 19:32-19:36 UTC (load
+2.0-3.2, main against 240dbbef): wall 60.4 / 28.7 (main stopped at its limit, 7 of 17
+levers proven), 33.4 / 28.6 (0.86), 32.3 / 29.3 s (0.91); user CPU 54.3 / 52.5, 61.4 /
+52.2, 59.1 / 53.6 s; every branch run proves all 17 levers, the same $/month and
+status as main's full runs, the same base plan and alternatives (three levers end on
+an equal-cost plan of other GPUs among ties: mi355x 39 -> 38, mi300x 82 -> 83,
+prefix-cache 96 -> 94). Where the levers do not begin beside explain (at 19:36 UTC, the
+one-minute load 1.1 falling from 2.7: solver.decompose.parallel.idle_cores counted a
+core busy), the branch took 43.9 s: the base to 4.2 s, explain's re-solves one at a
+time to 22.0, the replay to 23.6, then the levers two at a time to 43.4, allow gh200
+stopped by its even share (3.5 s, gap 6%) and solved again last (5.1 s, alone beside
+the group's end): the time is then the two stages' sum, not their overlap. Two more
+pairs at 19:39-19:42 (load 2.7-3.7): 40.9 / 61.5 s (the branch's levers not begun
+beside, 4 of 17 proven by the limit; main's beside, 17) and 50.7 / 42.1 s (17 and 17):
+under others' load, whether the levers begin beside explain moves the wall by 15-30 s
+either way, more than the CPU saved.
+
+Tried at stop 28, not kept (chat-3region, one process):
+- region programs of pairs (us-east with each other region) worked out on P_X for rows
+  beside the region's own: 2.3-3.2 s for the pair programs (us-east + us-west proved
+  nothing within its 500 nodes), 9.2 against 7.8 and 8.5 against 7.7 s in all.
+- HiGHS's mip_heuristic_effort 0 for the two us-east searches (they start from a plan):
+  7.2 / 7.1, 8.5 / 8.8, 8.8 / 8.8 s (off / default, seeds 0-2, prefill): no change.
+- no region rows for the group of neutral levers as for each lever alone: 9.5 -> 19.2 s;
+  nor for the limit lifted: 2.1 -> 4.5 s.
 """
 
 import time

@@ -12,17 +12,20 @@ instance's time limit from its start:
   (lever_groups.GROUPS off) with the instance's whole time limit each, each building its
   candidate table's physics anew (levers.SHARED off; lever_shares.EXPECTED off), each
   search from the base plan keeping the pools config dominance removes (levers.DOMINATED
-  off).
+  off) and working out its regions' own programs for the region_cost rows
+  (levers.REGION_ROWS on).
 - `after`: each "without pool X" re-solve proven by the base solve's bound where the
   base plan changed in X's region is within the gap (solver.analysis.without), else
   searched from it with the bound as a row; the limit on configurations priced from the
-  base plan; neutral GPU levers proven together and every other lever alone, each search
-  from the base plan without the pools config dominance removes (lever_groups.DOMINATED,
-  levers.DOMINATED); a GPU lever whose type serves no workload (its candidate table the
-  base's: lever_programs.offers_nothing) answered by the base plan, hourly plans too
-  (diurnal-chat-batch: a100, gh200); the levers within what is left of the run's time
-  limit (solver.analysis.lever_shares, a lever's share what the others would leave where
-  that is more than even), their tables' physics shared
+  base plan, the pool's region's row worked out again on P_X (without.REGION_ROW);
+  neutral GPU levers proven together (each probe from the base's screen's plan) and
+  every other lever alone, each search from the base plan without the pools config
+  dominance removes (lever_groups.DOMINATED, levers.DOMINATED) and, but for the group,
+  without region_cost rows (levers.REGION_ROWS); a GPU lever whose type serves no
+  workload (its candidate table the base's: lever_programs.offers_nothing) answered by
+  the base plan, hourly plans too (diurnal-chat-batch: a100, gh200); the levers within
+  what is left of the run's time limit (solver.analysis.lever_shares, a lever's share
+  what the others would leave where that is more than even), their tables' physics shared
   (solver.candidates.pools.shared_physics) from the base solve's on (each worker starts
   with what the base's table computed: `seeded_share`), explain's re-solves on the cores
   the levers leave.
@@ -68,11 +71,13 @@ def _before(solved) -> tuple[Explanation, tuple[LeverResult, ...]]:
     """Explain's re-solves on their own, every lever alone with the whole limit each."""
     lever_groups.GROUPS, without.FROM_BASE = False, False
     levers.SHARED, lever_shares.EXPECTED, levers.DOMINATED = False, False, False
+    levers.REGION_ROWS = True
     try:
         return _run(solved, shared=False)
     finally:
         lever_groups.GROUPS, without.FROM_BASE = True, True
         levers.SHARED, lever_shares.EXPECTED, levers.DOMINATED = True, True, True
+        levers.REGION_ROWS = False
 
 
 def _run(solved, shared: bool = True) -> tuple[Explanation, tuple[LeverResult, ...]]:

@@ -7,12 +7,14 @@ from dataclasses import replace
 import pytest
 
 from solver.analysis import lever_groups
+from solver.analysis import levers as levers_module
 from solver.analysis.lever_edits import lever_work
 from solver.analysis.lever_groups import (
     GROUP_NOTE,
     STOPPED_NOTE,
     Neutral,
     contains,
+    neutral,
     plan_of,
     probes_early,
     servers_bound,
@@ -128,6 +130,27 @@ def test_grouped_levers_answer_as_each_solved_alone(monkeypatch):
         assert results[name].total_gpus <= solved.plan.total_gpus
 
 
+def test_the_base_screen_waits_for_the_levers_hand_out_and_is_worked_out_once(monkeypatch):
+    # made beside explain's re-solves, a LeverRun leaves the base's screen to the thread
+    # that hands its levers out: none at its making, one at the first hand-out
+    monkeypatch.setattr(lever_groups, "MIN_INTEGERS", 0)
+    instance = _instance(0.5)
+    solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+    screened = []
+    real = levers_module.servers_screen
+    monkeypatch.setattr(
+        levers_module, "servers_screen", lambda lp, b: screened.append(lp) or real(lp, b)
+    )
+    run = LeverRun(instance, solved.plan, start=solved.result.values, program=solved.program.lp)
+    assert len(run._probing) >= 2 and screened == [] and run._base_bound is None
+    run._screened()
+    run._screened()
+    assert screened == [solved.program.lp]
+    bound, values = run._base_bound
+    assert bound == pytest.approx(servers_bound(solved.program.lp, None), rel=1e-9)
+    assert values.keys() <= solved.program.lp.variables.keys()
+
+
 def test_a_group_with_a_saving_member_answers_none():
     # h100 at $8 an hour: a100 at its catalog $1.30 serves the same users for less
     instance = _instance(8.0)
@@ -180,6 +203,46 @@ def test_the_screen_relaxes_all_but_whole_servers():
     lp.add_constraint("cover", "demand", cover, Sense.GE, 5.0)
     lp.add_objective({"replicas[w,c,r]": 5.0, "servers[r,g]": 3.0})
     assert servers_bound(lp, None) == pytest.approx(3 * 1 + 5 * 0.5, rel=1e-4)
+
+
+def _screened() -> LinearProgram:
+    """min 5 r + 3 s, 2 r + 4 s >= 5 (the screen's test below): its screen is 5.5."""
+    lp = LinearProgram("p")
+    lp.add_variable("replicas[w,c,r]", upper=4.0, integer=True)
+    lp.add_variable("servers[r,g]", upper=4.0, integer=True)
+    cover = {"replicas[w,c,r]": 2.0, "servers[r,g]": 4.0}
+    lp.add_constraint("cover", "demand", cover, Sense.GE, 5.0)
+    lp.add_objective({"replicas[w,c,r]": 5.0, "servers[r,g]": 3.0})
+    return lp
+
+
+def test_a_probe_starts_from_the_base_screens_plan_and_proves_the_same_bound(monkeypatch):
+    # The lever adds another type's servers h at $4 covering 4: h = 1, r = 0.5 costs 4 +
+    # 2.5 = 6.5 > 5.5, so its screen is the base's 5.5 (neutral). The base screen's plan
+    # (s = 1, r = 0.5; h at 0) is a plan of the lever's screen: the probe starts from it.
+    base = _screened()
+    lever = _screened()
+    lever.add_variable("servers[r,h]", upper=4.0, integer=True)
+    lever.constraints["cover"].coefficients["servers[r,h]"] = 4.0
+    lever.objective["servers[r,h]"] = 4.0
+    screen = lever_groups.servers_screen(base, None)
+    assert screen.objective == pytest.approx(5.5, rel=1e-4)
+    started: list = []
+    real = lever_groups.get_backend
+
+    class Recorded:
+        def __init__(self, backend):
+            self.backend = backend
+
+        def solve(self, lp, **options):
+            started.append(options.get("start"))
+            return self.backend.solve(lp, **options)
+
+    monkeypatch.setattr(lever_groups, "get_backend", lambda name: Recorded(real(name)))
+    values = dict(screen.values)
+    assert neutral(lever, screen.objective, None, values)
+    assert started == [values]
+    assert servers_bound(lever, None, values) == pytest.approx(servers_bound(lever, None))
 
 
 def test_probes_go_right_after_the_levers_before_them():

@@ -125,3 +125,35 @@ def test_where_the_region_alone_finds_nothing_the_base_fleet_answers(monkeypatch
     assert started.objective == pytest.approx(1 * 8 * 2.0 * HOURS, rel=1e-5)
     fleet = [n for n in solved.program.lp.variables if family_of(n) in FLEET]
     assert fleet and all(started.values[n] == pytest.approx(base.values[n]) for n in fleet)
+
+
+def test_the_pools_region_bounds_the_search_as_it_is_without_the_pool(monkeypatch):
+    # East's own program with its H100 pool at 0 must buy H200: ceil(100 / q200) x $3.5
+    # x 730 h, above the base's row for east (its H100 pool, ceil(100 / q100) x $2.0 x
+    # 730 h); west's row stays the base's. Every plan of P_X holds the new row.
+    from solver.decompose import region_bounds
+
+    monkeypatch.setattr(region_bounds, "MIN_INTEGERS", 0)
+    solved, _, var = _base()
+    backend, exact = get_backend("highs"), SolveSettings.of(solved.instance, mip_gap=0.0)
+    known = solved.program.region_costs
+    known.update(
+        lp=solved.program.lp, rows=region_bounds.region_rows(solved.program.lp, backend, exact)
+    )
+    q100, q200 = capacity_rps(solved.instance, H100), capacity_rps(solved.instance, H200)
+    h100_region = math.ceil(100.0 / q100) * 2.0 * HOURS
+    h200_region = math.ceil(100.0 / q200) * 3.5 * HOURS
+    assert known["rows"]["east"][1] == pytest.approx(h100_region, rel=1e-3)
+    base = BaseProof.of(solved.program, solved.result, solved.settings)
+    settings = exact.started()
+    bounded = with_base_bound(solved.program, var, base, backend, settings)
+    rows = bounded.region_costs["rows"]
+    assert bounded.region_costs["lp"] is bounded.lp and bounded.lp.variables[var].upper == 0.0
+    assert rows["east"][1] == pytest.approx(h200_region, rel=without_module.REGION_GAP)
+    assert rows["west"] == known["rows"]["west"]
+    plain = optimise(bounded, backend, settings, {var: (0.0, 0.0)}).result
+    assert plain.objective == pytest.approx(h100_region + h200_region, rel=1e-4)
+    # off (the bench's before): the base's row
+    monkeypatch.setattr(without_module, "REGION_ROW", False)
+    again = with_base_bound(solved.program, var, base, backend, settings)
+    assert again.region_costs["rows"] == known["rows"]

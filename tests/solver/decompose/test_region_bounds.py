@@ -254,3 +254,49 @@ def test_region_programs_are_held_to_nodes_not_to_a_share_of_the_clock(monkeypat
     region_bounds.region_rows(two_region_program(), Recording(), timed, threads=1)
     assert [nodes for nodes, _ in seen] == [region_bounds.REGION_NODES] * 2
     assert all(s == pytest.approx(25.0, rel=0.01) for _, s in seen)
+
+
+def test_a_search_from_a_start_works_out_region_rows_only_where_asked(monkeypatch):
+    """A lever's re-solve from the base plan (SolveSettings.region_rows_with_start off)
+    solves no region program and adds no rows; on, or with no start, it works them out;
+    rows the program holds already (explain's re-solves) serve it either way. The
+    optimum is the same every way: the rows remove no plan."""
+    from dataclasses import replace as with_fields
+
+    from solver.decompose import by_workload
+
+    monkeypatch.setattr(region_bounds, "MIN_INTEGERS", 0)
+    inst = instance(
+        {"east": {"h100-sxm": (64, 2.0)}, "west": {"h100-sxm": (64, 2.3)}},
+        [workload("chat", {"east": 6.0, "west": 3.0}, max_failover_rtt_ms=80)],
+        links=[("east", "west", 40)],
+        survive="region",
+        tensor_parallel=[1, 2],
+        policy={"buy_unit": "node", "max_configs_per_pool": 1},
+    )
+    worked_out, rowed = [], []
+    real_rows, real_with = region_bounds.region_rows, by_workload.with_region_rows
+    monkeypatch.setattr(
+        region_bounds, "region_rows", lambda *a, **k: worked_out.append(1) or real_rows(*a, **k)
+    )
+    monkeypatch.setattr(
+        by_workload, "with_region_rows", lambda *a, **k: rowed.append(1) or real_with(*a, **k)
+    )
+    backend, exact = get_backend("highs"), SolveSettings(mip_gap=0.0)
+
+    def solved(settings, program=None):
+        program = program or build_program(inst, build_candidates(inst))
+        worked_out.clear(), rowed.clear()
+        return program, by_workload.optimise(program, backend, settings).result
+
+    base, first = solved(exact)  # no start: the rows, as every base solve
+    assert (len(worked_out), len(rowed)) == (1, 1) and base.region_costs["rows"]
+    start = with_fields(exact, start=dict(first.values))
+    _, off = solved(with_fields(start, region_rows_with_start=False))
+    assert (len(worked_out), len(rowed)) == (0, 0)
+    _, on = solved(start)
+    assert (len(worked_out), len(rowed)) == (1, 1)
+    _, known = solved(with_fields(start, region_rows_with_start=False), base)
+    assert (len(worked_out), len(rowed)) == (0, 1)  # the base's rows, not worked out again
+    for result in (off, on, known):
+        assert result.objective == pytest.approx(first.objective, rel=1e-9)
