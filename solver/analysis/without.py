@@ -260,8 +260,8 @@ def own_region_row(
     a row that removes no plan of P_X (solver.decompose.region_bounds), and without X
     it is higher (chat-3region's us-east: $78,256 -> $84,096). The search then proves
     its first plan within the gap sooner: us-east's two re-solves the neighbourhood
-    does not prove, 0.69x CPU over three HiGHS seeds, each answer within the comparison
-    gap of the other's (tests/bench/test_explain_stages_bench.py)."""
+    does not prove, 0.76x CPU summed over three HiGHS seeds (module text), each answer
+    within the comparison gap of the other's (tests/bench/test_explain_stages_bench.py)."""
     if not rows:  # the base program has none (a small one: region_bounds.MIN_INTEGERS)
         return rows
     own = region_programs(lp).get(region)
