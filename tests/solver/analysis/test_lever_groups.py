@@ -196,17 +196,11 @@ def test_the_screen_relaxes_all_but_whole_servers():
     # min 5 r + 3 s, 2 r + 4 s >= 5, s whole servers: s = 1, r = 0.5 costs 3 + 2.5 = 5.5
     # (s = 2: 6; s = 0, r = 2.5: 12.5); with r integer too it would be 6 (s = 2), with
     # neither 3 x 1.25 = 3.75
-    lp = LinearProgram("p")
-    lp.add_variable("replicas[w,c,r]", upper=4.0, integer=True)
-    lp.add_variable("servers[r,g]", upper=4.0, integer=True)
-    cover = {"replicas[w,c,r]": 2.0, "servers[r,g]": 4.0}
-    lp.add_constraint("cover", "demand", cover, Sense.GE, 5.0)
-    lp.add_objective({"replicas[w,c,r]": 5.0, "servers[r,g]": 3.0})
-    assert servers_bound(lp, None) == pytest.approx(3 * 1 + 5 * 0.5, rel=1e-4)
+    assert servers_bound(_screened(), None) == pytest.approx(3 * 1 + 5 * 0.5, rel=1e-4)
 
 
 def _screened() -> LinearProgram:
-    """min 5 r + 3 s, 2 r + 4 s >= 5 (the screen's test below): its screen is 5.5."""
+    """min 5 r + 3 s, 2 r + 4 s >= 5 (the screen's test above derives its screen, 5.5)."""
     lp = LinearProgram("p")
     lp.add_variable("replicas[w,c,r]", upper=4.0, integer=True)
     lp.add_variable("servers[r,g]", upper=4.0, integer=True)
