@@ -24,6 +24,7 @@ from solver.program.row_names import ReplicasColumn
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from solver.time import months, shares, step
+from solver.time.horizon import Horizon
 from solver.time.prices import UNPRICED_NOTE
 from solver.verify.hours import verify_hours
 from tests.solver.decompose.test_by_period import SHAPES, _base, _data
@@ -181,9 +182,9 @@ def test_a_month_without_its_own_held_fleet_plans_the_month_befores_grown(monkey
 def test_a_month_leaves_the_month_after_it_its_build(monkeypatch):
     """Month 0 of 3 is told its build took 10 times the run's limit L (the clock is not
     waited on): months 1 and 2 keep 1.5 x 10 L each for theirs, so month 0's solve ends
-    by L - 30 L, before it starts, and month 1's by L - 15 L - (V - 0.2 L): V = 0.2 L + 4 s
-    the horizon's verification as month 0's own foretells it, less what the solve share
-    keeps already (month 0 has not measured it); both take their held
+    by L - 30 L, before it starts, and month 1's by L - 15 L - V: V = 0.2 L + 4 s the
+    horizon's verification as month 0's own foretells it, kept whole (month 0 has not
+    measured it; only V - 0.2 L was kept before this stop); both take their held
     fleet's plan (nothing found in no time), stopped at the limit with their gaps, and
     month 1 is not priced; month 2, the last, keeps nothing and solves as usual. Every
     month is planned and the horizon verifies."""
@@ -207,7 +208,7 @@ def test_a_month_leaves_the_month_after_it_its_build(monkeypatch):
     verify_s = 0.2 * inst.solver.time_limit_s + 4.0
     plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
     assert deadlines[0] == pytest.approx(limits[0] - 1.5 * 10.0 * limits[0] * 2)
-    assert deadlines[1] == pytest.approx(limits[0] - 1.5 * 10.0 * limits[0] * 1 - 4.0)
+    assert deadlines[1] == pytest.approx(limits[0] - 1.5 * 10.0 * limits[0] * 1 - verify_s)
     assert deadlines[-1] > 0.0
     assert [m.month for m in plan.months] == [0, 1, 2]
     assert [m.stopped_at_limit for m in plan.months] == [True, True, False]
@@ -246,7 +247,6 @@ def test_a_second_try_takes_one_part_of_what_is_left(month, expected_s):
     from dataclasses import replace
 
     from solver.settings import Deadline
-    from solver.time.horizon import Horizon
 
     settings = replace(
         SolveSettings(time_limit_s=24.0), deadline=Deadline(time.monotonic() - 6.0, 24.0)
@@ -312,3 +312,25 @@ def test_a_day_whose_build_passes_the_deadline_without_its_peak_plan_says_so(mon
         solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3))
     assert "reached in program build" in str(stopped.value)
     assert "the day's peak plan, its fallback, was not found in time either" in str(stopped.value)
+
+
+def test_a_month_that_held_its_fallback_hands_it_on_as_planned_not_grown_again():
+    """Month 2's fleet holds 2 replicas (pool_used 1); month 3, at 1% a month, held it
+    grown, ceil(2 x 1.01) = 3, as its plan (3 replicas at its busiest period). Its
+    fallback for month 4 is month 2's fleet itself, which month 4 grows once,
+    ceil(2 x 1.01^2) = ceil(2.0402) = 3; month 3's plan's fleet grown again would be
+    ceil(3 x 1.01) = 4, a replica a month. A plan with more than the grown fleet (4)
+    is handed on as planned."""
+    inst = validate_instance(_months(6, 0.01), "periods.yaml")
+    pool = ReplicasColumn("chat", "c", "r1").name()
+    used = PoolUsedColumn("chat", "c", "r1").name()
+    held = step.grown_fleet(Held({}, {pool: 2.0, used: 1.0}, month=2), inst, 3)
+    assert held.grown == {pool: 3.0, used: 1.0}
+    month_3 = step.PeriodsStep.__new__(step.PeriodsStep)
+    month_3.horizon, month_3.held_found = Horizon(month=3, months=6), held
+    month_3.values = {f"{pool}@t00": 3.0, f"{pool}@t12": 2.0, f"{used}@t00": 1.0}
+    assert month_3.fallback is held
+    assert step.grown_fleet(month_3.fallback, inst, 4).grown[pool] == math.ceil(2 * 1.01**2) == 3
+    month_3.values = {f"{pool}@t00": 4.0, f"{used}@t00": 1.0}
+    own = month_3.fallback
+    assert own is not held and own.month == 3 and own.layout[pool] == 4.0
