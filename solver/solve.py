@@ -330,13 +330,14 @@ def _solve_months(
     def months_from(month_1, later, previous, solved, builds, overhead_s, hold):
         """Months `month_1` on, after `later` (builds: each month's, for kept_until);
         with `hold`, the state where the first month was held and grown, else None."""
-        held_from = None
+        held_from = searched = None  # searched: the month the cut months grow from
         for month in range(month_1, horizon.months):
             floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
             started = _elapsed_s(settings)
             if tail_due(settings, verify_s):  # past L, or past what the tail needs of it
                 cut[month] = started  # not searched: held and grown, or its fallback's plan
-                if hold and (held := cut_month_plan(instance, month, previous, table)):
+                searched = searched or (month - 1, previous)
+                if hold and (held := cut_month_plan(instance, month, previous, table, searched)):
                     state = (month, [*later], previous, solved, builds, overhead_s)
                     held_from, previous = held_from or state, held
                     later.append(held)
@@ -352,7 +353,7 @@ def _solve_months(
                 growth = month_horizon.growth_factor
                 raise Infeasible(diagnosed_in_month(error.diagnosis, month, growth)) from None
             overhead_s = _overhead_s(solved, _elapsed_s(settings) - started)
-            previous = solved.plan
+            previous, searched = solved.plan, None
             later.append(previous)
             settings.passed(f"month {month} of {horizon.months - 1}")
         return later, held_from

@@ -4,7 +4,7 @@ what a month keeps for them (solver.time.step runs the months on these shares)."
 
 from dataclasses import replace
 
-from solver.settings import SolveSettings
+from solver.settings import SOLVE_SHARE, SolveSettings
 from solver.time.horizon import Horizon
 
 MIN_SOLVE_SHARE = 0.25
@@ -43,23 +43,23 @@ def kept_until(settings: SolveSettings, horizon: Horizon, build_s: float) -> flo
     the limit: `LATER_MONTH_BUILDS` of the months' longest build so far (`build_s`,
     month m's own, with the months' before it) kept for each,
 
-        kept_m = L - LATER_MONTH_BUILDS x max(builds) x (H - m - 1) - V
+        kept_m = L - LATER_MONTH_BUILDS x max(builds) x (H - m - 1) - max(0, V - (1 - s) L)
 
     (the longest: a build takes longer as the machine's load rises, 15 s -> 40 s over
-    one run), V what the run does after its last month as month 0's own verification
-    foretells it (`Horizon.verify_s`: 0 for month 0, which has not measured it yet;
-    solver.time.months.verification_kept); the last month keeps that alone. V is kept
-    whole: the fifth of the limit the solve share leaves (SOLVE_SHARE) is no longer free
-    by then, as the months after s L still build and read back their fallbacks in it
-    (growth-horizon at 120 months and a 30 s limit: the months ran to 28.1 s, and the
-    2.4 s of `with_months`, 5.3 s of verification and 1.3 s of JSON after them ended the
-    run at 37.1 s, where V less the fifth kept 1.2 s). None without months or a limit."""
+    one run), V the horizon's verification after its last month as month 0's own
+    foretells it (`Horizon.verify_s`: 0 for month 0, which has not measured it yet),
+    less what the solve share s = SOLVE_SHARE keeps already (every month's solve ends by
+    s L); the last month keeps that alone. None without months or a limit. The months
+    whose turn comes past L - V are cut (`tail_due`), so V is not kept whole here: that
+    put growth-horizon's months 1-69 of 120 at a 30 s limit on their fallbacks (the
+    held peak fleet all day), $17.7M over the horizon against main's $13.7M."""
     deadline = settings.deadline
     if not horizon.months or deadline is None or deadline.limit_s is None:
         return None
     longest = max((*horizon.builds_s, build_s))
     later = max(0, horizon.months - horizon.month - 1)
-    return deadline.limit_s - LATER_MONTH_BUILDS * longest * later - horizon.verify_s
+    verify_s = max(0.0, horizon.verify_s - (1.0 - SOLVE_SHARE) * deadline.limit_s)
+    return deadline.limit_s - LATER_MONTH_BUILDS * longest * later - verify_s
 
 
 def tail_due(settings: SolveSettings, verify_s: float) -> bool:

@@ -132,14 +132,19 @@ def test_a_month_keeps_for_each_month_after_it_one_and_a_half_builds():
 
 def test_every_month_keeps_the_horizons_verification_the_last_one_alone():
     """The same 600 s run, the horizon's verification foretold at V = 150 s
-    (`Horizon.verify_s`), kept whole (the fifth of the limit the solve share leaves is
-    spent by the later months' builds and fallbacks past it): month 3 ends by
-    600 - 1.5 x 30 x 8 - 150 = 90 s, the last month by 600 - 150 = 450 s, where before
-    only V - (1 - 0.8) x 600 = 30 s of it was kept (210 s and 570 s)."""
+    (`Horizon.verify_s`), of which the solve share keeps (1 - 0.8) x 600 = 120 s already
+    (every month's solve ends by 480 s): month 3 ends by 600 - 1.5 x 30 x 8 - 30 = 210 s,
+    the last month by 600 - 30 = 570 s, where before nothing after it was kept; a
+    verification within the 120 s changes nothing."""
+    from solver.settings import SOLVE_SHARE
+
+    assert SOLVE_SHARE == 0.8
     month = Horizon(month=3, months=12, builds_s=(10.0, 30.0), verify_s=150.0)
-    assert kept_until(_at(0.0, 600.0), month, 20.0) == pytest.approx(600.0 - 360.0 - 150.0)
+    assert kept_until(_at(0.0, 600.0), month, 20.0) == pytest.approx(600.0 - 360.0 - 30.0)
     last = Horizon(month=11, months=12, builds_s=(10.0,) * 11, verify_s=150.0)
-    assert kept_until(_at(0.0, 600.0), last, 50.0) == pytest.approx(600.0 - 150.0)
+    assert kept_until(_at(0.0, 600.0), last, 50.0) == pytest.approx(600.0 - 30.0)
+    within = Horizon(month=11, months=12, builds_s=(10.0,) * 11, verify_s=120.0)
+    assert kept_until(_at(0.0, 600.0), within, 50.0) == pytest.approx(600.0)
 
 
 def test_month_0_of_a_long_horizon_gets_a_twelfth_not_a_hundred_and_twentieth():
@@ -192,9 +197,9 @@ def test_a_month_stopped_by_its_share_says_so_and_how_much_of_the_limit_it_used(
 
 
 def test_the_horizons_verification_is_foretold_by_month_0s_own(monkeypatch):
-    """Month 0's plan verified in 2.5 s by the clock (a fake one: 100 s, then 102.5 s):
-    the 3-month horizon's verification, each month's hours as month 0's, is kept at
-    1.5 x 3 x 2.5 = 11.25 s; a plan the verifier refuses is refused here; a run without a
+    """Month 0's plan verified in 2.5 s of its thread's CPU (a fake clock: 100 s, then
+    102.5 s): the 3-month horizon's verification, each month's hours as month 0's, is
+    kept at 1.5 x 3 x 2.5 = 11.25 s; a plan the verifier refuses is refused here; a run without a
     limit keeps nothing and verifies nothing here."""
     from types import SimpleNamespace
 
@@ -206,7 +211,7 @@ def test_the_horizons_verification_is_foretold_by_month_0s_own(monkeypatch):
         return Verification(ok=ok, violations=(), cost_per_month=0.0, total_gpus=0, checks=())
 
     ticks = iter([100.0, 102.5, 200.0])
-    monkeypatch.setattr(months, "time", SimpleNamespace(monotonic=lambda: next(ticks)))
+    monkeypatch.setattr(months, "time", SimpleNamespace(thread_time=lambda: next(ticks)))
     monkeypatch.setattr(months, "verify_hours", lambda instance, plan: verdict(True))
     assert months.VERIFY_MARGIN == 1.5
     limited = _at(0.0, 60.0)

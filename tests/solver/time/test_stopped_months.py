@@ -182,9 +182,9 @@ def test_a_month_without_its_own_held_fleet_plans_the_month_befores_grown(monkey
 def test_a_month_leaves_the_month_after_it_its_build(monkeypatch):
     """Month 0 of 3 is told its build took 10 times the run's limit L (the clock is not
     waited on): months 1 and 2 keep 1.5 x 10 L each for theirs, so month 0's solve ends
-    by L - 30 L, before it starts, and month 1's by L - 15 L - V: V = 0.2 L + 4 s the
-    horizon's verification as month 0's own foretells it, kept whole (month 0 has not
-    measured it; only V - 0.2 L was kept before this stop); both take their held
+    by L - 30 L, before it starts, and month 1's by L - 15 L - (V - 0.2 L): V = 0.2 L + 4 s
+    the horizon's verification as month 0's own foretells it, less what the solve share
+    keeps already (month 0 has not measured it); both take their held
     fleet's plan (nothing found in no time), stopped at the limit with their gaps, and
     month 1 is not priced; month 2, the last, keeps nothing and solves as usual. Every
     month is planned and the horizon verifies."""
@@ -208,7 +208,7 @@ def test_a_month_leaves_the_month_after_it_its_build(monkeypatch):
     verify_s = 0.2 * inst.solver.time_limit_s + 4.0
     plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
     assert deadlines[0] == pytest.approx(limits[0] - 1.5 * 10.0 * limits[0] * 2)
-    assert deadlines[1] == pytest.approx(limits[0] - 1.5 * 10.0 * limits[0] * 1 - verify_s)
+    assert deadlines[1] == pytest.approx(limits[0] - 1.5 * 10.0 * limits[0] * 1 - 4.0)
     assert deadlines[-1] > 0.0
     assert [m.month for m in plan.months] == [0, 1, 2]
     assert [m.stopped_at_limit for m in plan.months] == [True, True, False]
