@@ -43,13 +43,34 @@ PRICING_BACKEND = "highs"
 class TimeLimitReached(NoSolution):
     """The deadline passed while `stage` was running; nothing after it was done."""
 
-    def __init__(self, stage: str, limit_s: float, elapsed_s: float, detail: str = ""):
+    def __init__(
+        self,
+        stage: str,
+        limit_s: float,
+        elapsed_s: float,
+        detail: str = "",
+        share: str | None = None,
+    ):
         self.stage = stage
         advice = detail or "raise --time-limit (or solver.time_limit_s)"
-        super().__init__(
-            f"time limit of {limit_s:g} s reached in {stage} after {elapsed_s:.1f} s; {advice}",
-            "time_limit",
+        said = reached(stage, limit_s, elapsed_s, share)
+        super().__init__(f"{said}; {advice}", "time_limit")
+
+
+def reached(stage: str, limit_s: float, elapsed_s: float, share: str | None = None) -> str:
+    """What stopped `stage`: the run's limit, or, where `share` names whose share of it
+    the stage ran in (a month's of a horizon: solver.time.shares) and it stopped before
+    the limit, that share, with how much of the limit was used. 'time limit of 60 s
+    reached in month 46 after 20.6 s' said the limit was reached at a third of it; it
+    now says 'month 46's share of the 60 s time limit ran out after 20.6 s (34% of the
+    limit used)'."""
+    if share and 0.0 < elapsed_s < limit_s:
+        where = "" if stage == share else f" in {stage}"
+        return (
+            f"{share}'s share of the {limit_s:g} s time limit ran out after {elapsed_s:.1f} s"
+            f"{where} ({elapsed_s / limit_s:.0%} of the limit used)"
         )
+    return f"time limit of {limit_s:g} s reached in {stage} after {elapsed_s:.1f} s"
 
 
 @dataclass(frozen=True)

@@ -244,7 +244,10 @@ def _solve_table(
     finally:
         step.close()
     diagnose = partial(step.diagnosis, backend)
-    found = solution(optimised.result, step.lp, settings, diagnose, horizon.stage, horizon.what)
+    share = f"month {horizon.month}" if horizon.months else None  # its share of the limit
+    found = solution(
+        optimised.result, step.lp, settings, diagnose, horizon.stage, horizon.what, share
+    )
     values = step.credited(found)  # every pooling step reached: solver.readback.pricing
     pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
     pricing_settings = settings.within(PRICING_SHARE).with_duals()
@@ -308,12 +311,14 @@ def _solve_months(
     solver.time.shares.month_share), their shared group templates built once per demand
     they read (solver.colocation.templates); the whole horizon verified once by the hour
     verifier, in the time every month keeps for it (month 0's own verification's). A
-    month whose turn comes past the limit is cut, not searched: held and grown without a
+    month whose turn comes past the limit, or past what that time leaves of it
+    (solver.time.shares.tail_due), is cut, not searched: held and grown without a
     program (solver.time.cut_month), else its program's fallback; where the verifier
     refuses the months so held, they are planned again from the first of them by their
     programs."""
     from solver.time.cut_month import cut_month_plan
     from solver.time.months import diagnosed_in_month, horizon_table, verification_kept, with_months
+    from solver.time.shares import tail_due
     from solver.verify.hours import verify_hours
 
     cut: dict[int, float] = {}  # month -> seconds into the run its turn came, past the limit
@@ -325,13 +330,14 @@ def _solve_months(
     def months_from(month_1, later, previous, solved, builds, overhead_s, hold):
         """Months `month_1` on, after `later` (builds: each month's, for kept_until);
         with `hold`, the state where the first month was held and grown, else None."""
-        held_from = None
+        held_from = searched = None  # searched: the month the cut months grow from
         for month in range(month_1, horizon.months):
             floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
             started = _elapsed_s(settings)
-            if settings.spent():
+            if tail_due(settings, verify_s):  # past L, or past what the tail needs of it
                 cut[month] = started  # not searched: held and grown, or its fallback's plan
-                if hold and (held := cut_month_plan(instance, month, previous, table)):
+                searched = searched or (month - 1, previous)
+                if hold and (held := cut_month_plan(instance, month, previous, table, searched)):
                     state = (month, [*later], previous, solved, builds, overhead_s)
                     held_from, previous = held_from or state, held
                     later.append(held)
@@ -347,7 +353,7 @@ def _solve_months(
                 growth = month_horizon.growth_factor
                 raise Infeasible(diagnosed_in_month(error.diagnosis, month, growth)) from None
             overhead_s = _overhead_s(solved, _elapsed_s(settings) - started)
-            previous = solved.plan
+            previous, searched = solved.plan, None
             later.append(previous)
             settings.passed(f"month {month} of {horizon.months - 1}")
         return later, held_from

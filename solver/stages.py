@@ -165,13 +165,15 @@ def solution(
     diagnose: Callable[[], Diagnosis],
     stage: str = "solve",
     what: str = "plan",
+    share: str | None = None,
 ) -> dict[str, float]:
     """The solved values, integer columns rounded (solvers return 2.9999999).
 
     Raises:
         Infeasible: the program has no solution; `diagnose()` names why.
         TimeLimitReached: the deadline stopped `stage` before it had a plan (one ended
-            past it is kept: the time is spent either way).
+            past it is kept: the time is spent either way); `share`: whose share of the
+            limit the stage ran in (a month's), named where it ended before the limit.
         NoSolution: the backend stopped without a plan for another reason.
     """
     if result.termination is Termination.INFEASIBLE:
@@ -180,7 +182,8 @@ def solution(
         deadline = settings.deadline
         if result.termination is Termination.TIME_LIMIT and deadline is not None:
             detail = result.message if "--time-limit" in result.message else ""  # the stages'
-            raise TimeLimitReached(stage, deadline.limit_s or 0.0, deadline.elapsed_s(), detail)
+            limit_s, elapsed_s = deadline.limit_s or 0.0, deadline.elapsed_s()
+            raise TimeLimitReached(stage, limit_s, elapsed_s, detail, share)
         raise NoSolution(
             f"{result.solver} found no {what} ({result.termination}) within "
             f"{settings.time_limit_s:g} s for a program of {size_text(lp)}"

@@ -61,23 +61,32 @@ from solver.time.solve import hour_cost, hour_gpus, peak_fleet, peak_gpu_use
 
 
 def cut_month_plan(
-    instance: Instance, month: int, previous: Plan, table: CandidateTable
+    instance: Instance,
+    month: int,
+    previous: Plan,
+    table: CandidateTable,
+    searched: tuple[int, Plan] | None = None,
 ) -> Plan | None:
     """Month `month`'s plan held and grown from `previous` (month - 1's: the module
     text), or None where the rule does not cover it or a cap refuses it (the month is
     then planned by its program). `instance`: as written; `table`: the horizon's
-    candidate table (every month's configurations, at their largest demand)."""
-    if month < 1 or not _covered(instance, previous):
+    candidate table (every month's configurations, at their largest demand).
+    `searched`: (month k, its plan), the last month searched before a run of cut months,
+    whose hours are grown once to this month's, ceil(n_k x (1 + g)^(m - k)), where
+    grown month by month from the cut month before (ceil of ceil) a pool of n < 1/g
+    replicas gained one a month; the commitments are still `previous`'s (never fewer)."""
+    since, source = searched if searched is not None else (month - 1, previous)
+    if month < 1 or not _covered(instance, source):
         return None
     grown = month_instance(instance, month)
-    before, after = month_factors(instance, month - 1), month_factors(instance, month)
+    before, after = month_factors(instance, since), month_factors(instance, month)
     growth = {w: after[w] / before[w] for w in after}
-    pools = _grown_pools(grown, previous, table, growth)
+    pools = _grown_pools(grown, source, table, growth)
     if pools is None:
         return None
     offers = offer_terms(grown)
     held = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
-    day = [_weighted(tuple(pools[_key(p)](p) for p in hour.pools)) for hour in previous.hours]
+    day = [_weighted(tuple(pools[_key(p)](p) for p in hour.pools)) for hour in source.hours]
     frozen = month < instance.policy.lead_time_months
     committed = {
         (o.region, o.gpu): held.get((o.region, o.gpu), 0.0)
@@ -86,7 +95,7 @@ def cut_month_plan(
         for o in offers
     }
     hours = []
-    for hour, own in zip(previous.hours, day, strict=True):
+    for hour, own in zip(source.hours, day, strict=True):
         gpus = hour_gpus(offers, own, committed)
         starts = tuple(
             FailoverStart(scenario=s.scenario, pool=_scaled(s.pool, growth[s.pool.workload]))

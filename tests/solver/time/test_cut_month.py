@@ -142,3 +142,33 @@ def test_a_cut_month_the_verifier_refuses_is_planned_again_by_its_program(monkey
     assert HELD_AND_GROWN not in plan.months[1].model_dump_json()
     assert plan.months[1].mip_gap is not None
     assert verify_hours(inst, plan).ok
+
+
+def test_cut_months_in_a_row_grow_the_last_searched_month_once(monkeypatch):
+    """Months 1 and 2 of 3 are cut (growth 30%): month 2's pools are month 0's grown
+    once, ceil(n x 1.3^2) = ceil(1.69 n), not month 1's grown again, ceil(ceil(1.3 n) x
+    1.3), which gains a replica where the first ceil rounds up (n = 3: ceil(5.07) = 6
+    against ceil(3.9) = 4, ceil(5.2) = 6; n = 2: ceil(3.38) = 4 against 3 -> ceil(3.9) = 4;
+    n = 5: ceil(8.45) = 9 against 7 -> ceil(9.1) = 10). Commitments never fall, and the
+    horizon verifies."""
+    inst = validate_instance(_months(3, 0.3, r1=400.0), "periods.yaml")
+    settings = SolveSettings.of(inst, mip_gap=1e-3)
+    plan, built = solved_past_the_limit_after_month_0(monkeypatch, inst, settings)
+    assert built == [0]
+    once = [
+        sorted((p.key, p.region, math.ceil(p.count * 1.3**2 - 1e-9)) for p in hour.pools)
+        for hour in plan.hours
+    ]
+    twice = [
+        sorted(
+            (p.key, p.region, math.ceil(math.ceil(p.count * 1.3 - 1e-9) * 1.3 - 1e-9))
+            for p in hour.pools
+        )
+        for hour in plan.hours
+    ]
+    two = [sorted((p.key, p.region, p.count) for p in h.pools) for h in plan.months[2].hours]
+    assert two == once
+    assert once != twice  # the case tells the two apart
+    for later, earlier in zip(plan.months[2].committed, plan.months[1].committed, strict=True):
+        assert later.committed_gpus >= earlier.committed_gpus
+    assert verify_hours(inst, plan).ok

@@ -147,10 +147,59 @@ def test_every_month_keeps_the_horizons_verification_the_last_one_alone():
     assert kept_until(_at(0.0, 600.0), within, 50.0) == pytest.approx(600.0)
 
 
+def test_month_0_of_a_long_horizon_gets_a_twelfth_not_a_hundred_and_twentieth():
+    """24 s of solve time, month 0 of 120: its part is 24 / min(120, 12) = 2 s, as in
+    a 12-month horizon, where over the 120 months left it was 0.2 s (growth-horizon at
+    120 months and 30 s: 0.23 s of solving, a 65% gap); month 115 of 120 from 12 s
+    shares the 12 s left with the 5 months left, 2.4 s; its second try likewise."""
+    from solver.time.shares import SHARED_MONTHS, retry_share
+
+    assert SHARED_MONTHS == 12
+    first = month_share(_at(0.0, 24.0), Horizon(month=0, months=120))
+    assert first.deadline.limit_s == pytest.approx(24.0 / 12, abs=0.05)
+    late = month_share(_at(12.0, 24.0), Horizon(month=115, months=120))
+    assert late.deadline.limit_s == pytest.approx(12.0 + 12.0 / 5, abs=0.05)
+    again = retry_share(_at(12.0, 24.0), Horizon(month=3, months=120))
+    assert again.deadline.limit_s == pytest.approx(12.0 + 12.0 / 12, abs=0.05)
+
+
+def test_a_month_whose_turn_comes_past_what_the_tail_leaves_is_cut():
+    """A 30 s limit, the horizon's verification foretold at 9 s: a month whose turn
+    comes at 20 s is searched, at 21 s (30 - 9) and past it cut (held and grown), as
+    past the limit itself; without a limit never."""
+    from solver.time.shares import tail_due
+
+    assert not tail_due(_at(20.0, 30.0), 9.0)
+    assert tail_due(_at(21.0, 30.0), 9.0)
+    assert tail_due(_at(31.0, 30.0), 0.0)
+    assert not tail_due(SolveSettings(time_limit_s=None), 9.0)
+
+
+def test_a_month_stopped_by_its_share_says_so_and_how_much_of_the_limit_it_used():
+    """Month 46's share of a 60 s limit ended at 20.6 s: 20.6 / 60 = 34% of the limit
+    used; past the limit, or without a share, the limit's own words."""
+    from solver.settings import TimeLimitReached, reached
+
+    said = reached("month 46", 60.0, 20.6, "month 46")
+    assert (
+        said
+        == "month 46's share of the 60 s time limit ran out after 20.6 s (34% of the limit used)"
+    )
+    assert reached("solve", 60.0, 20.6, "month 0").startswith(
+        "month 0's share of the 60 s time limit ran out after 20.6 s in solve (34%"
+    )
+    assert reached("month 46", 60.0, 61.0, "month 46") == (
+        "time limit of 60 s reached in month 46 after 61.0 s"
+    )
+    assert str(TimeLimitReached("candidates", 2.0, 1.4)).startswith(
+        "time limit of 2 s reached in candidates after 1.4 s"
+    )
+
+
 def test_the_horizons_verification_is_foretold_by_month_0s_own(monkeypatch):
-    """Month 0's plan verified in 2.5 s by the clock (a fake one: 100 s, then 102.5 s):
-    the 3-month horizon's verification, each month's hours as month 0's, is kept at
-    1.5 x 3 x 2.5 = 11.25 s; a plan the verifier refuses is refused here; a run without a
+    """Month 0's plan verified in 2.5 s of its thread's CPU (a fake clock: 100 s, then
+    102.5 s): the 3-month horizon's verification, each month's hours as month 0's, is
+    kept at 1.5 x 3 x 2.5 = 11.25 s; a plan the verifier refuses is refused here; a run without a
     limit keeps nothing and verifies nothing here."""
     from types import SimpleNamespace
 
@@ -162,7 +211,7 @@ def test_the_horizons_verification_is_foretold_by_month_0s_own(monkeypatch):
         return Verification(ok=ok, violations=(), cost_per_month=0.0, total_gpus=0, checks=())
 
     ticks = iter([100.0, 102.5, 200.0])
-    monkeypatch.setattr(months, "time", SimpleNamespace(monotonic=lambda: next(ticks)))
+    monkeypatch.setattr(months, "time", SimpleNamespace(thread_time=lambda: next(ticks)))
     monkeypatch.setattr(months, "verify_hours", lambda instance, plan: verdict(True))
     assert months.VERIFY_MARGIN == 1.5
     limited = _at(0.0, 60.0)

@@ -24,6 +24,7 @@ from solver.program.row_names import ReplicasColumn
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from solver.time import months, shares, step
+from solver.time.horizon import Horizon
 from solver.time.prices import UNPRICED_NOTE
 from solver.verify.hours import verify_hours
 from tests.solver.decompose.test_by_period import SHAPES, _base, _data
@@ -246,7 +247,6 @@ def test_a_second_try_takes_one_part_of_what_is_left(month, expected_s):
     from dataclasses import replace
 
     from solver.settings import Deadline
-    from solver.time.horizon import Horizon
 
     settings = replace(
         SolveSettings(time_limit_s=24.0), deadline=Deadline(time.monotonic() - 6.0, 24.0)
@@ -312,3 +312,25 @@ def test_a_day_whose_build_passes_the_deadline_without_its_peak_plan_says_so(mon
         solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3))
     assert "reached in program build" in str(stopped.value)
     assert "the day's peak plan, its fallback, was not found in time either" in str(stopped.value)
+
+
+def test_a_month_that_held_its_fallback_hands_it_on_as_planned_not_grown_again():
+    """Month 2's fleet holds 2 replicas (pool_used 1); month 3, at 1% a month, held it
+    grown, ceil(2 x 1.01) = 3, as its plan (3 replicas at its busiest period). Its
+    fallback for month 4 is month 2's fleet itself, which month 4 grows once,
+    ceil(2 x 1.01^2) = ceil(2.0402) = 3; month 3's plan's fleet grown again would be
+    ceil(3 x 1.01) = 4, a replica a month. A plan with more than the grown fleet (4)
+    is handed on as planned."""
+    inst = validate_instance(_months(6, 0.01), "periods.yaml")
+    pool = ReplicasColumn("chat", "c", "r1").name()
+    used = PoolUsedColumn("chat", "c", "r1").name()
+    held = step.grown_fleet(Held({}, {pool: 2.0, used: 1.0}, month=2), inst, 3)
+    assert held.grown == {pool: 3.0, used: 1.0}
+    month_3 = step.PeriodsStep.__new__(step.PeriodsStep)
+    month_3.horizon, month_3.held_found = Horizon(month=3, months=6), held
+    month_3.values = {f"{pool}@t00": 3.0, f"{pool}@t12": 2.0, f"{used}@t00": 1.0}
+    assert month_3.fallback is held
+    assert step.grown_fleet(month_3.fallback, inst, 4).grown[pool] == math.ceil(2 * 1.01**2) == 3
+    month_3.values = {f"{pool}@t00": 4.0, f"{used}@t00": 1.0}
+    own = month_3.fallback
+    assert own is not held and own.month == 3 and own.layout[pool] == 4.0
