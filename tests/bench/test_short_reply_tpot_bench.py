@@ -135,9 +135,9 @@ from models.schema.traffic import TokenDistribution
 from models.serving.capacity import replica_capacity
 from models.serving.latency import _Replica, latency_at_rate
 from models.serving.replica import LatencyTargets, ReplicaConfig, ServingContext, TrafficMix
-from models.serving.replica_layout import replica_step_model
-from solver.simulate.engine import ReplicaEngine, simulate_pool
+from solver.simulate.engine import simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
+from tests.plain_engine import plain_engine
 
 FP8 = Precision.FP8
 TPOT_TARGET_S = 0.05
@@ -207,12 +207,7 @@ def _row(case: str, output: int, output_p99: int, replicas: int) -> tuple:
     discrete_s = math.nan
     if output == output_p99:
         discrete_s = _discrete_p99_s(serving, replicas, analytic.batch, output - 1)
-    offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
-    engine = ReplicaEngine(
-        replica_step_model(config, efficiency),
-        offline.kv_capacity_tokens,
-        efficiency.max_batch_sequences,
-    )
+    engine = plain_engine(config, mix, efficiency)
     rng = np.random.default_rng(0)
     duration_s = WARMUP_S + max(600 * min(1, 2 / replicas), REPLIES / (replicas * rate))
     arrivals = arrival_times_s(replicas * rate, duration_s, 1.0, rng)

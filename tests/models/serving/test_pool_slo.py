@@ -29,9 +29,9 @@ from models.schema.traffic import TokenDistribution
 from models.serving.capacity import replica_capacity
 from models.serving.latency import latency_at_rate
 from models.serving.replica import LatencyTargets, ReplicaConfig, ServingContext, TrafficMix
-from models.serving.replica_layout import replica_step_model
-from solver.simulate.engine import ReplicaEngine, simulate_pool
+from solver.simulate.engine import simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
+from tests.plain_engine import plain_engine
 
 BATCHES = 20
 Z_ONE_SIDED_99 = 2.326
@@ -87,12 +87,7 @@ def _pool_at_capacity(case: str, replicas: int, dispatch: str):
     analytic = latency_at_rate(
         ServingContext(config, mix, efficiency), capacity.requests_per_s, replicas
     )
-    offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
-    engine = ReplicaEngine(
-        replica_step_model(config, efficiency),
-        offline.kv_capacity_tokens,
-        efficiency.max_batch_sequences,
-    )
+    engine = plain_engine(config, mix, efficiency)
     rng = np.random.default_rng(replicas)
     duration_s = WARMUP_S + measured_s(replicas)
     arrivals = arrival_times_s(replicas * capacity.requests_per_s, duration_s, 1.0, rng)

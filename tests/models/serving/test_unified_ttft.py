@@ -16,8 +16,9 @@ from models.serving.capacity import replica_capacity
 from models.serving.queueing import pooled_wait_p99_s
 from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, TrafficMix
 from models.serving.replica_layout import replica_step_model
-from solver.simulate.engine import ReplicaEngine, simulate_pool
+from solver.simulate.engine import simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
+from tests.plain_engine import plain_engine
 
 
 def test_ride_is_the_work_that_queued_behind_while_it_waited():
@@ -88,12 +89,7 @@ def test_a_unified_replica_planned_at_full_capacity_meets_its_slo_in_simulation(
     TTFT and TPOT are within the sampling tolerance of the targets. (Without the ride,
     the planned capacity was 2.65 requests/s, where the simulated p99 TTFT is ~980 ms.)"""
     capacity = replica_capacity(CONFIG, MIX, TARGETS, EFFICIENCY)
-    offline = replica_capacity(CONFIG, MIX, LatencyTargets(), EFFICIENCY)
-    engine = ReplicaEngine(
-        replica_step_model(CONFIG, EFFICIENCY),
-        offline.kv_capacity_tokens,
-        EFFICIENCY.max_batch_sequences,
-    )
+    engine = plain_engine(CONFIG, MIX, EFFICIENCY)
     ttft, tpot = [], []
     for seed in SEEDS:
         rng = np.random.default_rng(seed)
