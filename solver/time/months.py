@@ -362,16 +362,17 @@ def horizon_status(
     before it (never fewer GPUs, no orders inside the lead time), so after a month that is
     not proven (stopped by the clock on a dearer fleet, say) a later month's bound is a
     bound given that month's commitments, not on what the horizon's plan could cost. Such
-    a month is bounded by month 0's bound where its demand is at least month 0's for every
-    workload (`grown[m]`, default: every month): month m without the commitments it
-    inherits is a relaxation of it, and serving more of the same traffic on the same offer
-    costs no less; else it has no bound."""
+    a month, and a month with no bound of its own (one cut by the clock, held and grown:
+    solver.time.cut_month), is bounded by month 0's bound where its demand is at least
+    month 0's for every workload (`grown[m]`, default: every month): month m without the
+    commitments it inherits is a relaxation of it, and serving more of the same traffic on
+    the same offer costs no less; else it has no bound."""
     grown = [True] * len(months) if grown is None else list(grown)
     bounds: list[float | None] = []
     proven = True  # every month before this one is proven
     for month, at_least in zip(months, grown, strict=True):
         own = None if month.mip_gap is None else month.cost_per_month * (1 - month.mip_gap)
-        if not proven:  # month 0 was appended: proven starts True
+        if bounds and (own is None or not proven):  # month 0's own is bounds[0]
             own = bounds[0] if at_least else None
         bounds.append(own)
         proven = proven and month.status == "optimal"

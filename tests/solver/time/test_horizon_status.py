@@ -28,9 +28,16 @@ def test_one_month_short_of_its_bound_makes_the_horizon_feasible_at_the_cost_wei
     assert status == "feasible (gap 7.51%)"
 
 
-def test_a_month_without_a_bound_leaves_the_horizon_gap_unknown():
+def test_a_month_without_a_bound_of_its_own_is_bounded_by_month_0s():
+    """Month 1 was cut by the clock (held and grown: no bound of its own) at 300; its
+    demand is at least month 0's, so month 0's bound of 100 bounds it: 100 + 100 = 200
+    against 400, a gap of 50%. Where its demand is below month 0's for some workload
+    nothing bounds it, and the horizon's gap is unknown."""
     months = [_month(0, 100.0, "optimal", 0.0), _month(1, 300.0, "feasible (gap unknown)", None)]
-    assert horizon_status(months, 0.001) == ("feasible (gap unknown)", None)
+    status, gap = horizon_status(months, 0.001)
+    assert gap == pytest.approx(200 / 400)
+    assert status == "feasible (gap 50.00%)"
+    assert horizon_status(months, 0.001, [True, False]) == ("feasible (gap unknown)", None)
 
 
 def test_a_horizon_proven_within_the_requested_gap_is_optimal_whatever_one_month_says():
