@@ -228,9 +228,10 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
         alone = {name: b for name, b in removed.items() if name in programs[r].variables}
         programs[r] = with_bounds(programs[r], alone) if alone else programs[r]
     own = [programs[r] for r in regions]
-    share = bound_share(len(own), _processes(own)) if linked else 1.0
+    processes = _processes(len(own), _integers(own))
+    share = bound_share(len(own), processes) if linked else 1.0
     bound_deadline = time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
-    found = _solved(backend, settings, own, bound_deadline)
+    found = _solved(backend, settings, own, bound_deadline, processes)
     proven = {regions[i]: bound_of(result, own[i], settings) for i, result in found.items()}
     rows = {
         r: (own[i].objective, b) for i, r in enumerate(regions) if (b := proven.get(r)) and b > 0
@@ -319,24 +320,33 @@ def _in_time(program: FleetProgram, deadline: float) -> bool:
     `deadline`, told before they are built (0.3-0.5 s on 10 x 20 x 6): by the program's
     regions and integer columns (at least the regions' programs')."""
     regions = len(program.sets.regions)
-    integers = sum(var.integer for var in program.lp.variables.values())
-    processes = processes_for(regions) if worth_workers(regions, integers) else 1
+    processes = _processes(regions, _integers([program.lp]))
     share_s = bound_share(regions, processes) * max(deadline - time.monotonic(), 0.0)
     return worth_starting(regions, processes, share_s)
 
 
-def _processes(lps: list[LinearProgram]) -> int:
-    """The processes `_solved` solves the programs in."""
-    integers = sum(var.integer for lp in lps for var in lp.variables.values())
-    return processes_for(len(lps)) if worth_workers(len(lps), integers) else 1
+def _integers(lps: list[LinearProgram]) -> int:
+    """The integer columns of the programs `lps`."""
+    return sum(var.integer for lp in lps for var in lp.variables.values())
+
+
+def _processes(programs: int, integers: int) -> int:
+    """The processes `_solved` solves `programs` programs of `integers` integer columns in."""
+    return processes_for(programs) if worth_workers(programs, integers) else 1
 
 
 def _solved(
-    backend: Backend, settings: SolveSettings, lps: list[LinearProgram], deadline: float
+    backend: Backend,
+    settings: SolveSettings,
+    lps: list[LinearProgram],
+    deadline: float,
+    processes: int | None = None,
 ) -> dict[int, SolveResult]:
     """The programs with a solution by the `deadline`, by index: each gets an equal share
-    of what is left when it starts (per process), so that a slow one leaves the others time."""
-    processes = _processes(lps)
+    of what is left when it starts (per process), so that a slow one leaves the others time;
+    in `processes` processes where the caller worked them out (`_processes`)."""
+    if processes is None:
+        processes = _processes(len(lps), _integers(lps))
     started = [0]
 
     def build(index: int):

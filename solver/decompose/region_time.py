@@ -43,12 +43,16 @@ def bound_share(regions: int, processes: int) -> float:
     on two 5 / 7."""
     if not FLOORED_ROUNDS:
         return BOUND_SHARE
-    rounds = math.ceil(regions / max(processes, 1))
+    rounds = _rounds(regions, processes)
     return rounds / (rounds + FLOORED_ROUNDS)
 
 
 def worth_starting(regions: int, processes: int, share_s: float) -> bool:
     """Whether `share_s` seconds on `processes` processes give each of the `regions`
     programs `REGION_MIN_S` (ceil(regions / processes) rounds of them), inf always."""
-    rounds = math.ceil(regions / max(processes, 1))
-    return share_s >= rounds * REGION_MIN_S
+    return share_s >= _rounds(regions, processes) * REGION_MIN_S
+
+
+def _rounds(regions: int, processes: int) -> int:
+    """Rounds of the regions' programs on `processes` processes, one program each a round."""
+    return math.ceil(regions / max(processes, 1))

@@ -133,13 +133,13 @@ def test_independent_regions_get_the_whole_time_and_nothing_solved_after(monkeyp
 
     from solver.decompose import region_join as module
 
-    monkeypatch.setattr(module, "_processes", lambda _lps: 1)
+    monkeypatch.setattr(module, "_processes", lambda _programs, _integers: 1)
     program = _whole_servers(survive)
     solved, floored, deadlines, floors = module._solved, module.floored, [], []
 
-    def solved_spied(backend, settings, lps, deadline):
+    def solved_spied(backend, settings, lps, deadline, processes=None):
         deadlines.append(deadline - time.monotonic())
-        return solved(backend, settings, lps, deadline)
+        return solved(backend, settings, lps, deadline, processes)
 
     def floored_spied(*args):
         floors.append(args)
