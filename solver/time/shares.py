@@ -107,11 +107,16 @@ def month_share(
         return settings
     now = deadline.elapsed_s()
     start = now if horizon.started_s is None else min(horizon.started_s, now)
-    shared_by = min(horizon.months - horizon.month, SHARED_MONTHS)
-    part = max(0.0, deadline.limit_s - start) / max(1, shared_by)
+    part = max(0.0, deadline.limit_s - start) / _sharing(horizon)
     end = max(start + part - horizon.overhead_s, now + MIN_SOLVE_SHARE * part)
     shared = replace(settings, deadline=replace(deadline, limit_s=min(deadline.limit_s, end)))
     return ending_by(shared, kept_s)
+
+
+def _sharing(horizon: Horizon) -> int:
+    """The months month m's part of the solve time is shared over: min(H - m,
+    `SHARED_MONTHS`), at least 1."""
+    return max(1, min(horizon.months - horizon.month, SHARED_MONTHS))
 
 
 def retry_share(
@@ -127,8 +132,7 @@ def retry_share(
     if deadline is None or deadline.limit_s is None:
         return settings
     now = deadline.elapsed_s()
-    shared_by = min(horizon.months - horizon.month, SHARED_MONTHS)
-    part = max(0.0, deadline.limit_s - now) / max(1, shared_by)
+    part = max(0.0, deadline.limit_s - now) / _sharing(horizon)
     return ending_by(replace(settings, deadline=replace(deadline, limit_s=now + part)), kept_s)
 
 
