@@ -33,6 +33,17 @@ Term by term. `term_swaps` replays a profile's rows of one GPU (the held-out one
 with its catalog factors, then with one factor at a time taken from another profile's set
 (`donor`), then with the donor's whole set: the factor whose swap moves the error most is
 the term that dominates it.
+
+Prefill under a burst (`prefill_rates`). A run that sends every request at once
+(`calibration.engines.all_at_once`) with prompts `PREFILL_BOUND` times its replies or more
+spends its duration prefilling: the tool's duration is N O / (output tokens/s), so its
+prompt tokens/s are P / O x output tokens/s, and the replay's the same way. Their ratio is
+the run's output tokens/s error; what it says about the engine is the FLOP rate the prompts
+got, 2 x active parameters x prompt tokens/s over the GPUs' dense BF16 peak
+(`achieved_bf16_share`: the linear layers alone, attention left out, so a floor), against
+the profile's `prefill_flops_fraction`. Grouped by family (dense, MoE) and GPU: a profile
+holds one prefill fraction per generation, so a family whose runs read one way and the
+other family's the other is a kernel the factor cannot carry.
 """
 
 import math
@@ -55,7 +66,7 @@ from calibration.engines import (
     load_engine_data,
     predict_run,
 )
-from models.physics.catalog import llm_catalog
+from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.profiles.fit import FIGURES
 from models.profiles.fitting import nelder_mead
@@ -66,6 +77,12 @@ FIT_STEPS = 60
 """Nelder-Mead steps of one form's fit."""
 SWAPPED = ("prefill_flops_fraction", "decode_flops_fraction", "hbm_fraction", "step_overhead_s")
 """The factors `term_swaps` takes from the donor one at a time."""
+PREFILL_BOUND = 10
+"""Prompt tokens per output token from which a burst run is read as prefill
+(`prefill_rates`): the 2,000/100, 4,000/200 and 32,000/100 runs, not ShareGPT's ~1."""
+PREFILL_MIN_PROMPT = 1000
+"""Prompt tokens from which a burst run is read as prefill: the 128/4 runs measure how fast
+the server admits 1,000 requests (their `held_out_reason`), not a prompt's prefill."""
 
 
 @dataclass(frozen=True)
@@ -256,6 +273,58 @@ def _print(title: str, errors: list[FigureError]) -> None:
         )
 
 
+@dataclass(frozen=True)
+class PrefillRate:
+    """One prefill-bound burst run's prompt tokens/s, measured and replayed (module
+    docstring), and the FLOP share of the GPUs' BF16 peak the measured rate took."""
+
+    run: EngineRun
+    measured_tokens_per_s: float
+    replayed_tokens_per_s: float
+    achieved_bf16_share: float
+    prefill_flops_fraction: float
+    """The profile's factor the replay ran on."""
+
+    @property
+    def error_pct(self) -> float:
+        return (self.replayed_tokens_per_s / self.measured_tokens_per_s - 1) * 100
+
+
+def prompt_tokens_per_s(prompt_tokens: float, output_tokens: float, output_per_s: float) -> float:
+    """A burst run's prompt tokens/s: P / O x output tokens/s (its duration N O / output/s)."""
+    return prompt_tokens / output_tokens * output_per_s
+
+
+def prefill_rates(data: EngineData) -> list[PrefillRate]:
+    """Every all-at-once run with P >= `PREFILL_BOUND` x O and P >= `PREFILL_MIN_PROMPT`,
+    replayed whole under the catalog's profile (module docstring)."""
+    out = []
+    for run in data.runs:
+        m = run.run
+        bound = m.prompt_tokens >= max(PREFILL_BOUND * m.output_tokens, PREFILL_MIN_PROMPT)
+        if not all_at_once(run) or not bound:
+            continue
+        efficiency = catalog_efficiency(run.engine, m.gpu, m.precision)
+        predicted = predict_run(run, efficiency, REPORT_REQUESTS_PER_USER)
+        if "output_tokens_per_s" not in predicted:
+            continue
+        measured = prompt_tokens_per_s(m.prompt_tokens, m.output_tokens, m.output_tokens_per_s)
+        llm, gpu = llm_catalog()[m.model], gpu_catalog()[m.gpu]
+        flops_per_s = 2 * llm.active_params() * measured / (m.tp * m.pp)
+        out.append(
+            PrefillRate(
+                run,
+                measured,
+                prompt_tokens_per_s(
+                    m.prompt_tokens, m.output_tokens, predicted["output_tokens_per_s"]
+                ),
+                flops_per_s / (gpu.dense_tflops.bf16 * 1e12),
+                efficiency.prefill_flops_fraction,
+            )
+        )
+    return out
+
+
 def main() -> None:
     data, _ = load_engine_data()
     print("step overhead one-user runs imply (measured mean TPOT - the pass alone):")
@@ -273,6 +342,21 @@ def main() -> None:
             f"{split.predicted_itl_ms:6.2f} ({split.itl_error_pct:+6.1f}%)  stalls "
             f"{split.measured_stall_ms:6.2f} / {split.predicted_stall_ms:6.2f}"
         )
+    print("\nprefill under a burst (P >= 10 O, 1,000): prompt tok/s measured / replayed, share:")
+    rates = prefill_rates(data)
+    for rate in rates:
+        print(
+            f"  {rate.run.label:62s} {rate.measured_tokens_per_s:8.0f} / "
+            f"{rate.replayed_tokens_per_s:8.0f} ({rate.error_pct:+6.1f}%)  share "
+            f"{rate.achieved_bf16_share:.2f} (profile {rate.prefill_flops_fraction:.2f})"
+        )
+    groups: dict[str, list[float]] = {}
+    for rate in rates:
+        family = "moe" if llm_catalog()[rate.run.run.model].is_moe else "dense"
+        groups.setdefault(f"{family} {rate.run.run.gpu}", []).append(rate.error_pct)
+    for name, errors in sorted(groups.items()):
+        median = statistics.median(errors)
+        print(f"  {name:24s} runs {len(errors):2d}  median replayed error {median:+6.1f}%")
     print("\nvllm-0.10 on h100-sxm, one factor at a time from vllm-0.11's Hopper set:")
     for name, errors in term_swaps(data, "vllm-0.10", "h100-sxm", "vllm-0.11").items():
         _print(f"  {name}:", errors)

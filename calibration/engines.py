@@ -91,7 +91,7 @@ into each profile with rows of them (its own `generation_of`), so that under the
 TensorRT-LLM profiles they still borrow through `efficiency_like`."""
 BASE_ENGINE = "trtllm-0.20"  # every engine profile starts from it and finally falls back to it
 ENGINE_SETTINGS = {
-    "vllm": {"memory_reserve_fraction": 0.10, "max_batch_sequences": 1024},
+    "vllm": {"memory_reserve_fraction": 0.10, "max_batch_sequences": 1024, "kv_preemption": True},
     "sglang": {"prefill_first": True},
 }
 """Each engine's documented defaults the model holds as factors (never fitted), written
@@ -100,7 +100,9 @@ most `gpu_memory_utilization` = 0.9 of the device (vLLM `CacheConfig`; gpustack'
 it, AMD's pages do not say), 10% of HBM unused (TensorRT-LLM's 5% is the class default),
 and keeps at most 1,024 sequences in flight on a GPU of 70 GiB or more (`max_num_seqs`;
 256 on smaller ones and the A100: `VLLM_SERVER_SMALL_GPU`; an offline row that sets its own
-cap runs at it: `Row.max_sequences`). SGLang prefills alone (`Efficiency.prefill_first`)."""
+cap runs at it: `Row.max_sequences`), and gives a sequence KV blocks as it computes, the
+newest recomputed when the cache is full (`Efficiency.kv_preemption`: the V1 scheduler,
+`models.serving.closed_loop.preempting`). SGLang prefills alone (`Efficiency.prefill_first`)."""
 VLLM_SERVER_SMALL_GPU = {"prefill_chunk_tokens": 2048, "max_batch_sequences": 256}
 """`vllm serve`'s defaults on a GPU of under `VLLM_LARGE_GPU_GIB` or an A100: 2,048 tokens
 an iteration (`max_num_batched_tokens`) and 256 sequences (`max_num_seqs`), where a larger

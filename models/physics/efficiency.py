@@ -109,6 +109,13 @@ class Efficiency(BaseModel):
     decode iteration's spare token budget with prompt chunks (False). An engine setting
     (`settings` in efficiency.yaml); the closed-loop replay follows it
     (`models.serving.closed_loop`)."""
+    kv_preemption: bool = False
+    """Give a sequence KV blocks as it computes tokens and, when the cache is full, evict
+    the newest sequence and recompute it later (vLLM's V1 scheduler: a prompt is admitted
+    while the cache holds its first chunk, up to `max_batch_sequences`), where False seats
+    a sequence only with room for its whole prompt and reply (TensorRT-LLM's
+    `GUARANTEED_NO_EVICT`). An engine setting (`settings` in efficiency.yaml); the
+    closed-loop replay follows it (`models.serving.closed_loop.preempting`)."""
     two_batch_overlap: bool = False
     """Split each pass of an expert-parallel replica into two micro-batches, one's
     all-to-all under the other's compute (SGLang `--enable-two-batch-overlap`, vLLM
@@ -151,6 +158,7 @@ class EfficiencyOverrides(BaseModel):
     prefill_chunk_tokens: TokenCount | None = Field(default=None, ge=256)
     max_batch_sequences: BatchSequences | None = None
     prefill_first: bool | None = None
+    kv_preemption: bool | None = None
     two_batch_overlap: bool | None = None
 
 

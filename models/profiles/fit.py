@@ -383,9 +383,9 @@ def profile_document(
         key: (float(f"{value:.6g}") if isinstance(value, float) else value)
         # numbers only: two-batch overlap is a deployment's switch, set in the instance,
         # and the engine whose rule it follows is the fallback profile's (engine_family), as
-        # is its schedule (prefill_first: the fallback profile's settings)
+        # is its schedule (prefill_first, kv_preemption: the fallback profile's settings)
         for key, value in fit.efficiency.model_dump(
-            exclude={"two_batch_overlap", "overlap_engine", "prefill_first"}
+            exclude={"two_batch_overlap", "overlap_engine", "prefill_first", "kv_preemption"}
         ).items()
     }
     return {

@@ -63,7 +63,14 @@ from models.physics.speculative import SpeculativeSteps
 from models.physics.step_time import StepModel
 from models.serving.batch_model import BatchModel, group_loaded_steps
 from models.serving.capacity import replica_capacity
-from models.serving.closed_loop import FIXED, ClosedLoopRun, LengthSpread, replay_closed_loop
+from models.serving.closed_loop import (
+    FIXED,
+    ClosedLoopRun,
+    LengthSpread,
+    closed_loop_lengths,
+    replay_closed_loop,
+)
+from models.serving.closed_loop.preempting import replay_preempting
 from models.serving.edge_search import bisect_edge
 from models.serving.frontier import throughput_frontier
 from models.serving.prefix_kv import pool_mix_tokens
@@ -386,7 +393,10 @@ def latency_at_concurrency_burst(
     (`models.serving.closed_loop`), each request reaching the engine the profile's
     `request_overhead_s` after it is sent. Seats: the replica's batch ceiling at the
     offline maximum (KV memory, the engine's batch cap); budget: pp x chunk tokens per
-    iteration. Raises ValueError as `latency_at_concurrency`.
+    iteration. Under a profile with `kv_preemption` (vLLM), the engine's sequence cap as
+    seats and the KV cache in tokens, given on demand, the newest sequence recomputed when
+    it is full (`models.serving.closed_loop.preempting`). Raises ValueError as
+    `latency_at_concurrency`.
     """
     if concurrency < 1 or int(concurrency) != concurrency:
         raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency}")
@@ -398,17 +408,35 @@ def latency_at_concurrency_burst(
     def iteration_s(batch: int, prompt_tokens: float) -> float:
         return steps.iteration_s(batch, context, prompt_tokens, prefill_context)
 
+    prompt_tokens, output_tokens = max(1, round(replica.new_prompt)), max(1, round(replica.output))
+    efficiency = serving.efficiency
+    if efficiency.kv_preemption and not efficiency.prefill_first:
+        # vLLM: KV on demand up to the engine's sequence cap, the newest recomputed when full
+        seats = efficiency.max_batch_sequences * serving.config.dp
+        lengths = closed_loop_lengths(
+            int(replica.budget_tokens), seats, int(concurrency), requests_per_user,
+            prompt_tokens, output_tokens, spread,
+        )  # fmt: skip
+        return replay_preempting(
+            iteration_s,
+            int(replica.budget_tokens),
+            seats,
+            replica.offline.kv_capacity_tokens,
+            int(concurrency),
+            lengths,
+            efficiency.request_overhead_s,
+        )
     return replay_closed_loop(
         iteration_s,
         budget_tokens=int(replica.budget_tokens),
         max_sequences=max(1, math.floor(replica.batch_ceiling)),
         users=int(concurrency),
         requests_per_user=requests_per_user,
-        prompt_tokens=max(1, round(replica.new_prompt)),
-        output_tokens=max(1, round(replica.output)),
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
         spread=spread,
-        request_overhead_s=serving.efficiency.request_overhead_s,
-        prefill_first=serving.efficiency.prefill_first,
+        request_overhead_s=efficiency.request_overhead_s,
+        prefill_first=efficiency.prefill_first,
     )
 
 

@@ -1,10 +1,18 @@
-"""The engine diagnoses (calibration/engine_diagnosis.py): the depth form's arithmetic and
-the term swap's identity."""
+"""The engine diagnoses (calibration/engine_diagnosis.py): the depth form's arithmetic, the
+term swap's identity and the prefill rate of a burst."""
 
 import pytest
 
-from calibration.engine_diagnosis import SWAPPED, overhead_at_depth, stall_splits, term_swaps
+from calibration.engine_diagnosis import (
+    SWAPPED,
+    overhead_at_depth,
+    prefill_rates,
+    prompt_tokens_per_s,
+    stall_splits,
+    term_swaps,
+)
 from calibration.engines import EngineData, load_engine_data
+from models.physics.catalog import gpu_catalog, llm_catalog
 
 
 def test_the_overhead_at_depth_is_a_plus_b_times_layers() -> None:
@@ -49,3 +57,33 @@ def test_a_lone_user_has_no_stall_and_its_split_error_is_the_step() -> None:
             assert split.itl_error_pct == pytest.approx((split.predicted_itl_ms / 8.08 - 1) * 100)
         else:
             assert stall > 0
+
+
+def test_a_burst_run_s_prompt_rate_is_its_prompt_to_reply_ratio_times_its_output_rate() -> None:
+    """vLLM 0.11 serving Qwen3-32B on one H100, 500 requests of 3,996/200 tokens at once:
+    102.21 output tok/s over 976.29 s; 1,997,942 prompt tokens / 976.29 s = 2,046.5, the
+    same as 3,995.884 / 199.58 x 102.21 (the means of the totals): the run's duration is
+    N O / output/s."""
+    assert prompt_tokens_per_s(1_997_942 / 500, 99_790 / 500, 102.21) == pytest.approx(
+        1_997_942 / (99_790 / 102.21)
+    )
+    assert prompt_tokens_per_s(3996, 200, 102.21) == pytest.approx(3996 / 200 * 102.21)
+
+
+def test_prefill_rates_read_the_prefill_bound_bursts_only() -> None:
+    """The 2,000/100, 4,000/200 and 32,000/100 bursts (P >= 10 O and 1,000 tokens) are
+    read; ShareGPT's (P ~ O), the 128/4 admission runs and every closed-loop run are not;
+    each rate's error is its run's output tokens/s error, and its BF16 share is
+    2 x active parameters x prompt tokens/s over the GPUs' peak."""
+    data, _ = load_engine_data()
+    rates = prefill_rates(data)
+    assert rates
+    for rate in rates:
+        m = rate.run.run
+        assert m.requests <= m.concurrency
+        assert m.prompt_tokens >= max(10 * m.output_tokens, 1000)
+        share = 2 * llm_catalog()[m.model].active_params() * rate.measured_tokens_per_s
+        share /= m.tp * gpu_catalog()[m.gpu].dense_tflops.bf16 * 1e12
+        assert rate.achieved_bf16_share == pytest.approx(share)
+    prompts = {round(rate.run.run.prompt_tokens, -3) for rate in rates}
+    assert prompts == {2000, 4000, 32000}

@@ -49,7 +49,9 @@ user's loop; the engine runs other requests meanwhile.
 
 Assumptions: P is the new prompt tokens after any prefix hit; one replica (a pool behind a
 router that splits users evenly replays the same per replica); no preemption (a seated
-sequence keeps its KV).
+sequence keeps its KV: the seats are whole requests at the mean lengths, TensorRT-LLM's
+`GUARANTEED_NO_EVICT`). vLLM's scheduler, which gives KV on demand and recomputes the newest
+sequence when the cache is full, is `models.serving.closed_loop.preempting`.
 """
 
 import itertools
@@ -191,6 +193,25 @@ def replay_closed_loop(
     as `spread` draws them, each reaching the engine `request_overhead_s` after it is sent
     (see the module docstring). Raises ValueError for arguments that cannot run (no
     budget, no seat, a replay past `MAX_ITERATIONS`)."""
+    lengths = closed_loop_lengths(
+        budget_tokens, max_sequences, users, requests_per_user, prompt_tokens, output_tokens, spread
+    )
+    return replay_requests(
+        iteration_s, budget_tokens, max_sequences, users, lengths, request_overhead_s, prefill_first
+    )
+
+
+def closed_loop_lengths(
+    budget_tokens: int,
+    max_sequences: int,
+    users: int,
+    requests_per_user: int,
+    prompt_tokens: int,
+    output_tokens: int,
+    spread: LengthSpread = FIXED,
+) -> list[tuple[int, int]]:
+    """The (prompt, output) of every request `replay_closed_loop` sends, in send order,
+    after the checks it raises ValueError on (no budget, no seat, past `MAX_ITERATIONS`)."""
     if users < 1 or requests_per_user < 1:
         raise ValueError(
             f"users and requests per user must be >= 1, got {users}, {requests_per_user}"
@@ -211,10 +232,7 @@ def replay_closed_loop(
             f"a replay of {total:,} requests of {output_tokens:,} output tokens is past "
             f"{MAX_ITERATIONS:,} iterations"
         )
-    lengths = spread.draw(total, prompt_tokens, output_tokens)
-    return replay_requests(
-        iteration_s, budget_tokens, max_sequences, users, lengths, request_overhead_s, prefill_first
-    )
+    return spread.draw(total, prompt_tokens, output_tokens)
 
 
 def replay_requests(
