@@ -37,7 +37,7 @@ the start changes the search only, never the optimum the lever is proven to; a s
 base program as large as a group's (lever_groups.large) has it leave out the pools config
 dominance removes (`DOMINATED`: no optimum lost, a start it rules out not used). An hourly
 or month lever that relaxes starts from the base plan where it is a plan of its periods
-program (solver.time.step.optimise_periods), others from none: one stopped on a plan
+program (solver.time.day_choice.optimise_periods), others from none: one stopped on a plan
 dearer than the base reports the base plan, saving 0, with a note (`base_is_better`).
 
 `allow GPU` levers that save nothing are proven together where they can be, each
@@ -345,7 +345,7 @@ class LeverRun:
         self.work = lever_work(instance)
         self._relaxing = {item.name for item in self.work if item.relaxes}
         self.start = None if uses_time(instance) else start  # by_period starts on its own
-        self._loosened = start  # hourly/month too: solver.time.step.optimise_periods
+        self._loosened = start  # hourly/month too: solver.time.day_choice.optimise_periods
         self.time_limit_s = time_limit_s
         self._deadline = deadline
         self._base_run_s = 0.0 if deadline is None else deadline.elapsed_s()
