@@ -5,7 +5,7 @@ import yaml
 
 from models.io.loading import validate_instance
 from solver.analysis.lever_edits import allow_gpu, looser_slo
-from solver.analysis.levers import solve_lever
+from solver.analysis.lever_solve import solve_lever
 from solver.program.lp import plan_of
 from solver.settings import SolveSettings
 from solver.solve import solve_program
