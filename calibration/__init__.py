@@ -6,5 +6,6 @@ prints (`--write` updates models/physics/catalog/efficiency.yaml; `make calibrat
 catalog's factors against the data in `calibration/data/`. rows.py reads the TensorRT-LLM,
 MLPerf and Triton rows, engines.py the vLLM and SGLang rows and fits their profiles,
 engine_errors.py gives their errors against a set of factors (`row_errors`), errors.py
-every row's error against the catalog (`all_row_errors`), moe.py reports the MoE rows.
+every row's error against the catalog (`all_row_errors`), moe_rows.py reads the MoE rows,
+moe_report.py reports their errors and moe.py fits the MoE constants on them.
 """

@@ -2,8 +2,8 @@
 regime, the signed errors of the model on the calibration rows it was not fitted on.
 
 Rows and split are those of `calibration.calibrate` (dense rows, `calibration.rows`) and
-`calibration.moe` (MoE rows): only held-out rows count, each predicted exactly as those
-tools predict it (`calibrate.predict` with `calibrate.catalog_efficiency`, `moe.predict_moe`).
+`calibration.moe_rows` (MoE rows): only held-out rows count, each predicted exactly as those
+tools predict it (`calibrate.predict` with `calibrate.catalog_efficiency`, `moe_rows.predict_moe`).
 A row's signed error is
 
     e = predicted / measured - 1
@@ -18,7 +18,7 @@ Which band a row joins (`classify`):
   another version of an engine that has profiles (the MoE table's TensorRT-LLM v0.21 to
   v1.0, the online-serving rows of Triton TensorRT-LLM 0.14 the shared step overhead is
   fitted on) belongs to, and is predicted with, the newest profile of that engine, which
-  is what `calibrate.catalog_efficiency` and `moe.predict_moe` use while it is the
+  is what `calibrate.catalog_efficiency` and `moe_rows.predict_moe` use while it is the
   default. Rows of engines no profile stands for (MLPerf submissions) and kinds no
   regime covers (TensorRT-LLM v0.9 first-token and static-batching rows) join no band;
   they are counted.
@@ -50,7 +50,7 @@ import numpy as np
 
 from calibration.calibrate import predict
 from calibration.engine_errors import catalog_row_errors
-from calibration.moe import load_moe_rows, predict_moe
+from calibration.moe_rows import load_moe_rows, predict_moe
 from calibration.rows import Row, calibration_dir, load_rows
 from models.physics.catalog import llm_catalog
 from models.physics.efficiency import efficiency_for, engine_profiles

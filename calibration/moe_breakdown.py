@@ -12,7 +12,7 @@ iter is the mean iteration of the mixture, dec the iteration with no prompt toke
 
 import math
 
-from calibration.moe import MoeRow, moe_config, predict_moe, row_efficiency
+from calibration.moe_rows import MoeRow, moe_config, predict_moe, row_efficiency
 from models.serving.batch_model import BatchModel, offline_lockstep
 from models.serving.capacity import replica_capacity
 from models.serving.replica import LatencyTargets, MixTokens, Role

@@ -1,6 +1,6 @@
 """The engine settings trtllm-bench chooses for a throughput run that sets none: its
 max_batch_size and max_num_tokens, from its own estimate of the requests the KV cache
-holds. The published TensorRT-LLM MoE rows (`calibration.moe`) ran at them.
+holds. The published TensorRT-LLM MoE rows (`calibration.moe_rows`) ran at them.
 
 Sources (NVIDIA/TensorRT-LLM): `tensorrt_llm/bench/build/tuning.py` (`calc_engine_setting`,
 `finetune_setting`) and `tensorrt_llm/bench/build/dataclasses.py` (`ModelConfig`: head_dim,

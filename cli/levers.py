@@ -8,7 +8,8 @@ from cli.render.tables import TableSpec
 from models.schema.instance import Instance
 from solver.analysis.explain import Explanation
 from solver.analysis.lever_edits import levers_for
-from solver.analysis.levers import LeverResult, LeverRun, lever_cost
+from solver.analysis.lever_solve import LeverResult, lever_cost
+from solver.analysis.levers import LeverRun
 from solver.plan.schema import Plan, gap_percent
 from solver.solve import Solved
 

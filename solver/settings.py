@@ -176,7 +176,7 @@ class SolveSettings:
     region_rows_with_start: bool = field(default=True, compare=False)
     """Whether a search from `start` works out its regions' own programs for the
     region_cost rows (solver.decompose.region_bounds) where the program holds none yet:
-    off for a lever's re-solve from the base plan (solver.analysis.levers.REGION_ROWS),
+    off for a lever's re-solve from the base plan (solver.analysis.lever_solve.REGION_ROWS),
     whose incumbent ends the search in fewer nodes than the regions' programs cost; rows
     the program holds already (`FleetProgram.region_costs`) are used either way."""
 

@@ -268,7 +268,7 @@ def held_fleet(
     instance: Instance, table: CandidateTable, settings: SolveSettings, templates=None
 ) -> tuple[dict[tuple[str, str], float], dict[str, float]] | None:
     """The static program of `instance` solved within `settings` (the hourly rounds' held
-    fleet: solver.time.step): its GPUs bought per (region, GPU type) and its pools'
+    fleet: solver.time.held): its GPUs bought per (region, GPU type) and its pools'
     integer columns (replicas, configuration and pooling-step choices) by name; None
     where it has no plan in time (a lever's start, a plan of the periods program, is
     none of the peak's). `templates`: a `TemplateMemo` over `table`, or None."""

@@ -122,7 +122,7 @@ build), whence 4.0; at stop 28 (a machine 2.5 x faster, load 3) build 0.44-0.54 
 read-back and verify 0.67-0.75 s and the report 0.34-0.52 s (2.0-2.7 x the build), and
 on 20 x 20 x 6 build 1.5 s, the workload parts' covers 1.6 s, read-back and verify 1.8 s.
 The regions' stage now builds its covers within the solve's time where the clock left a
-region without a plan (solver.decompose.region_join.COVERS_FIRST); 4 x kept a 10 s limit's
+region without a plan (solver.decompose.regions.plan.COVERS_FIRST); 4 x kept a 10 s limit's
 solve from ending its regions' programs, 2.5 x let 20 x 20 x 6 end 2.7 s past a 10 s limit
 (tests/bench/test_short_limits_bench.py)."""
 

@@ -39,7 +39,7 @@ from models.schema.quantities import counted
 from models.serving.replica import Limit
 from solver.analysis import without
 from solver.analysis.capacity_report import GpuCountRouting, gpu_count_routing
-from solver.analysis.levers import LeverResult
+from solver.analysis.lever_solve import LeverResult
 from solver.analysis.without import (
     BaseProof,
     program_without,

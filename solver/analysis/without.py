@@ -10,7 +10,7 @@ one column's bounds, so every plan of P_X is a plan of P and
 
 Any plan x of P_X of objective c is therefore proven within (c - L) / c of P_X's optimum,
 with no search of P_X at all. The plan tried first keeps the base plan y everywhere but
-in X's region r: the neighbourhood program N_r(y) (solver.decompose.region_lns.neighbourhood)
+in X's region r: the neighbourhood program N_r(y) (solver.decompose.regions.search.neighbourhood)
 frees r's columns and holds every other column at y's value, so its plans, with y
 elsewhere, hold every row of P, and with X's replicas at 0 every row of P_X. It is the
 size of one region's program (chat-3region: a third of P's integers) and closes in a
@@ -75,7 +75,7 @@ from solver.decompose.region_bounds import (
     region_of,
     region_programs,
 )
-from solver.decompose.region_lns import neighbourhood
+from solver.decompose.regions.search import neighbourhood
 from solver.program.build import FleetProgram, build_program, with_bounds
 from solver.program.families import add_row, register
 from solver.program.families.servers import ServersColumn

@@ -138,7 +138,7 @@ def config_bounds(
     (module docstring), and with `sizes` replicas[w,B,r] <= N_B for every other pool
     held at a size where one does, where the argument holds; {} elsewhere. (Without
     `sizes` for the callers that read a bound as "the pool is out": the plan floored at
-    the regions' fleets, solver.decompose.region_join, floors no pool with a bound.)"""
+    the regions' fleets, solver.decompose.regions.join, floors no pool with a bound.)"""
     sets = program.sets
     bounds = bounds or {}
     if (

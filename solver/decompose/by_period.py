@@ -184,7 +184,7 @@ pruned at a tie would have lost it anyway (solver.time.day_choice keeps the firs
 
 FLOAT_GAP = 1e-9
 """Relative gap that is the sums' rounding, not a gap: the rounds prove a plan within
-mip_gap + FLOAT_GAP of their bound (solver.decompose.region_join alike). At mip_gap 0 a
+mip_gap + FLOAT_GAP of their bound (solver.decompose.regions.join alike). At mip_gap 0 a
 plan the bound met to 2e-16 read 'feasible (gap 0.000000000000021%)'."""
 
 

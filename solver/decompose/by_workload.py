@@ -30,7 +30,7 @@ too: each P_w buys single GPUs against the whole power of each site (a relaxatio
 still), the join rounds each (r, g) purchase up to whole servers, and the joined plan
 must then hold every row of the whole program, power included, and be within the gap;
 otherwise the whole is solved as one. With whole servers in two regions or more the
-solve starts by region instead (solver.decompose.region_join.by_region): each region's
+solve starts by region instead (solver.decompose.regions.plan.by_region): each region's
 own program buys whole servers for all its workloads, the sum of their bounds bounds
 the whole, and the whole program floored at their fleets is a plan; within the gap it
 is the result and no P_w is solved, else the whole is solved as one from it.
@@ -64,7 +64,8 @@ from solver.candidates.swap_dominance import optimal_reduction
 from solver.decompose.join import solve_by_workload
 from solver.decompose.join_values import with_parts_bound
 from solver.decompose.region_bounds import narrower, start_region_rows, with_region_rows
-from solver.decompose.region_join import by_region, covered, first_by_region, independent
+from solver.decompose.regions.join import independent
+from solver.decompose.regions.plan import by_region, covered, first_by_region
 from solver.decompose.warm_start import warm_start
 from solver.decompose.workload_parts import PartSolves
 from solver.program.build import FleetProgram, with_bounds
@@ -75,7 +76,7 @@ from solver.settings import SolveSettings
 
 REGION_FIRST_SHARE = 0.75
 """Share of the time left that the regions' programs and the plan floored at their fleets
-take (solver.decompose.region_join.by_region) before the whole program is solved from it."""
+take (solver.decompose.regions.plan.by_region) before the whole program is solved from it."""
 MIN_TIME_LIMIT_S = 1.0
 """Time the whole program still gets when the decomposition used up the limit."""
 WHOLE_AFTER_JOIN_SHARE = 0.25
@@ -110,7 +111,7 @@ def optimise(
     proven cost (solver.decompose.region_bounds); the result holds the program's columns
     only. The cheapest plan a stage reached is kept to the end (the whole program's is
     taken only when no dearer); when the time limit stopped every stage without one, the
-    plan is the cover built without a solver (solver.decompose.region_join.covered, its
+    plan is the cover built without a solver (solver.decompose.regions.plan.covered, its
     gap stated), and where even that finds none the result's message says how long each
     stage ran and what limit to try (`Stages`)."""
     started = time.monotonic()

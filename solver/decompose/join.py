@@ -49,7 +49,7 @@ what is checked in the end, against the sum of the final parts' bounds.
 
 With whole servers (policy.buy_unit: node) the join's rounding wastes up to a server
 per offer a part opens. Before any mend the regions' own programs
-(solver.decompose.region_join) give a bound (kept when above the parts') and plans: each
+(solver.decompose.regions.join) give a bound (kept when above the parts') and plans: each
 region's program with the join's routing between regions held, and the whole program
 floored at the regions' own fleets. Where they give none, and the whole program will
 not be solved after the join (too little time is left) or there are many parts, a
@@ -89,7 +89,7 @@ from solver.decompose.join_values import (
     merged_parts,
     per_workload,
 )
-from solver.decompose.region_join import floored, keep_rows, region_join
+from solver.decompose.regions.join import floored, keep_rows, region_join
 from solver.decompose.server_master import MASTER_MIN_S, coordinate, has_servers
 from solver.decompose.workload_parts import Part, PartSolves
 from solver.program.build import FleetProgram
@@ -115,7 +115,7 @@ that is not proved (solver.decompose.by_workload.WHOLE_AFTER_JOIN_SHARE): then t
 master takes the time left, and its plan, not the rounded join, is the plan."""
 REGION_SHARE = 0.5
 """Share of the time left that the regions' programs take, with whole servers, before
-the master (solver.decompose.region_join); 0 skips them (the bench's `before`)."""
+the master (solver.decompose.regions.join); 0 skips them (the bench's `before`)."""
 PRICE_ROUNDS = 6
 """Prices tried on the broken supply rows before the parts are merged (`_price`)."""
 COVER_STOPPED = True
@@ -251,7 +251,7 @@ def _mend_or_merge(
 def _coordinate(
     run: JoinRun, parts: list[Part], results: dict[Part, SolveResult], values: dict[str, float]
 ) -> Optimised | None:
-    """Whole servers: first the regions' own programs (solver.decompose.region_join),
+    """Whole servers: first the regions' own programs (solver.decompose.regions.join),
     whose bound joins the parts' and whose plan, with the join's routing between regions
     held, buys each region's servers for all its workloads; then, where that gave no plan,
     the master over server counts (solver.decompose.server_master), until
@@ -275,7 +275,7 @@ def _coordinate(
 def _by_region(
     run: JoinRun, parts: list[Part], results: dict[Part, SolveResult], values: dict[str, float]
 ) -> Optimised | None:
-    """The regions' programs (solver.decompose.region_join) with the join's `values` on
+    """The regions' programs (solver.decompose.regions.join) with the join's `values` on
     the columns that link regions, in `REGION_SHARE` of the time left: their bound raises
     the run's, their rows are kept for the whole program (solver.decompose.region_bounds,
     the program's `region_costs`), and their plan, when it holds every row, is the

@@ -49,7 +49,7 @@ class JoinRun:
     """The cheapest join that held every row but was not proved within the gap."""
     bound: float = 0.0
     """The best bound known on the whole: the parts' results', or the regions' own
-    programs' (solver.decompose.region_join) where higher."""
+    programs' (solver.decompose.regions.join) where higher."""
 
     @staticmethod
     def infeasible(result: SolveResult) -> bool:
@@ -141,7 +141,7 @@ class JoinRun:
         incumbent. `mended`: parts re-solved within supply shares to reach `values`;
         `coordinated`: plans the master over server counts chose among
         (solver.decompose.server_master), 0 when it did not reach `values`; `by_region`:
-        regions whose programs bought the servers (solver.decompose.region_join);
+        regions whose programs bought the servers (solver.decompose.regions.join);
         `covered`: parts whose columns are the cover's (solver.decompose.join_values)."""
         cost = self.program.lp.objective_value(values)
         join = Join(
@@ -205,7 +205,7 @@ class Join:
     coordinated: int = 0
     """Plans the master over server counts chose among to reach it (0: not the master's)."""
     by_region: int = 0
-    """Regions whose own programs bought its servers (0: not solver.decompose.region_join's)."""
+    """Regions whose own programs bought its servers (0: not solver.decompose.regions.join's)."""
     covered: int = 0
     """Parts whose columns are the cover's (solver.decompose.join_values: the clock stopped
     them before a plan or at a dearer one)."""

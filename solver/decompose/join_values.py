@@ -9,7 +9,7 @@ The join where the clock stopped parts: the cover built without a solver
 of every part. Under a tight time limit the last parts get little time
 (solver.decompose.join_run.part_share), and one stopped before a plan left no join: the
 solve went on to the whole program and, with no time for it either, ended on the cover
-alone (solver.decompose.region_join.covered), its gap stated against the cover's own
+alone (solver.decompose.regions.plan.covered), its gap stated against the cover's own
 bound. A part stopped early can also hold a plan far dearer than its optimum (the 10 x 20
 x 6 region-loss instance with single GPUs, seed 0, at a 20 s limit under load: w01's plan
 $152,066 at a 56% gap, its optimum $73,526), where the cover carried the same workload

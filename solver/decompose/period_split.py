@@ -262,7 +262,7 @@ class Held:
     """The month of the horizon whose day's peak it was planned for."""
     grown: dict[str, float] | None = None
     """Its pools grown to the demand of the program it starts, where that is a later
-    month's (solver.time.step: the month before's fleet), what the rounds' last plan
+    month's (solver.time.held.grown_fleet: the month before's fleet), what the rounds' last plan
     holds (solver.decompose.by_period); None: `layout` as it is."""
 
     @property

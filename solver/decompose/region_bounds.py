@@ -101,7 +101,7 @@ REGION_COST = register(
 def region_of(name: str) -> str | None:
     """The region a column's index names (`served[f,w,o,d]`: the serving region d);
     None for a column of no region or a name no index type reads. Kept by name: the
-    region programs, the joins and `region_join.independent` ask it of every column of
+    region programs, the joins and `regions.join.independent` ask it of every column of
     every row (10 x 20 x 6 with region loss: 123,715 readings of its 20,150 columns,
     2.1 s of parsing)."""
     try:

@@ -45,7 +45,7 @@ from solver.candidates.swap_dominance import reduced_program
 from solver.candidates.table import CandidateTable
 from solver.colocation.groups import GroupTable
 from solver.decompose.parallel import Started, processes_for, start_each, worth_workers
-from solver.decompose.region_join import first_by_region
+from solver.decompose.regions.plan import first_by_region
 from solver.program.build import FleetProgram, build_program
 from solver.program.families.hall import HallRow, copy_hall_rows
 from solver.program.families.zone import ZoneSurvivorsIndex
@@ -75,7 +75,7 @@ def start_by_workload(
     built: with two workloads or more, no co-location (no template couples them), and
     replica counts enough to be worth the workers (solver.decompose.parallel.worth_workers) on
     idle cores, unless the solve starts with the regions' programs
-    (solver.decompose.region_join.first_by_region: the workers solve those first). None
+    (solver.decompose.regions.plan.first_by_region: the workers solve those first). None
     otherwise (the join then builds and solves the parts itself)."""
     instance = sets.instance
     workloads = sets.workloads

@@ -46,16 +46,16 @@ class Optimised:
     plan is the join (whole servers: solver.decompose.server_master); 0 otherwise."""
     by_region: int = 0
     """Regions whose own programs, with the routing between regions held, bought the
-    join's servers (solver.decompose.region_join); 0 otherwise."""
+    join's servers (solver.decompose.regions.join); 0 otherwise."""
     from_regions: bool = False
     """The join the one program started from was the regions' plan
-    (solver.decompose.region_join), not the workload programs'."""
+    (solver.decompose.regions.join), not the workload programs'."""
     failover: str = ""
     """How failover entered the program where it was by routing rows in place of the cut
     rows asked for (solver.decompose.scenario_cuts.failover_rows); appended to the line."""
     searched: int = 0
     """Neighbourhoods of a few regions re-solved from the regions' plan, the rest held
-    (solver.decompose.region_lns); 0 when there was no search."""
+    (solver.decompose.regions.search); 0 when there was no search."""
     search_improved: int = 0
     """Of those, the ones whose plan was cheaper and taken."""
     search_stopped: bool = False
@@ -64,12 +64,12 @@ class Optimised:
     independent: bool = False
     """Decomposed by region where no row links two regions (no failover, nothing shared
     between regions): the region programs are the whole program, their plans joined its
-    plan (solver.decompose.region_join.independent)."""
+    plan (solver.decompose.regions.join.independent)."""
     covered: int = 0
     """Regions (by workload: parts, solver.decompose.join_values) whose plan is the cover
     built without a solver (each pool's cheapest configuration in whole servers:
     solver.decompose.cover.covering_plan) because the clock stopped their programs before
-    a plan or at a dearer one (solver.decompose.region_join takes the cover's columns
+    a plan or at a dearer one (solver.decompose.regions.plan takes the cover's columns
     then); with `Method.COVERED`, the whole plan is."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not

@@ -7,7 +7,7 @@ hourly plan what the plan would cost without it: the periods program
     replicas[w,c,r]@p = 0        for every period p of the day
 
 solved by `optimise_periods` (the periods program's one meeting with the backend:
-solver.time.step.resolve_without); where c dominated candidates the table pruned
+`resolve_without`); where c dominated candidates the table pruned
 (CandidateTable.without), the periods program is built again with them back
 (PeriodsStep.without_pools), else a re-solve could not use them and would read "no plan
 without it" where one exists; then
@@ -36,13 +36,15 @@ program, so the lifted optimum is never dearer; the plan's `simplicity` states
 
 from dataclasses import replace
 
+from solver.backends import get_backend
 from solver.plan.records import ReplicaPool, SimplicityCost
 from solver.plan.schema import Plan
+from solver.program.build import with_bounds
 from solver.program.families.simplicity import DAY_ROW_FAMILIES
 from solver.program.lp import SolveResult
 from solver.program.row_names import ConfigsPerDayRow, ConfigsPerPoolRow, ReplicasColumn
 from solver.settings import SolveSettings
-from solver.time.day_choice import day_columns, without_day
+from solver.time.day_choice import day_columns, optimise_periods, without_day
 from solver.time.periods import TimeProgram
 from solver.time.solve import hourly_plan
 
@@ -141,3 +143,29 @@ def simplicity_cost(
     own = interactive_pools(program, plan)
     found = SimplicityCost.against(limit, plan.cost_per_month or 0.0, own, unlimited, count)
     return found.model_copy(update={"row": row})
+
+
+def resolve_without(
+    program: TimeProgram, settings: SolveSettings, bounds: dict[str, tuple[float, float]]
+) -> SolveResult:
+    """The periods program re-solved with `bounds` (explain's alternatives: the module
+    text; here or in a worker process: one solver thread)."""
+    own = replace(program, lp=with_bounds(program.lp, bounds))
+    limited = settings.limited(settings.time_limit_s)
+    return optimise_periods(own, get_backend(settings.backend), limited).result
+
+
+def resolve_lifted(
+    program: TimeProgram, plan: Plan, settings: SolveSettings
+) -> SimplicityCost | None:
+    """What policy.max_configs_per_pool costs the plan: the periods program re-solved with
+    the limit lifted in every period (the module text; here or in a worker process: one
+    solver thread). None without a limit; no re-solve where no row holds it."""
+    if program.instance.policy.max_configs_per_pool is None or plan.cost_per_month is None:
+        return None
+    if not configs_limit_rows(program):
+        return simplicity_cost(program, plan, None, settings)
+    lifted = without_configs_limit(program)
+    limited = settings.limited(settings.time_limit_s)
+    result = optimise_periods(lifted, get_backend(settings.backend), limited).result
+    return simplicity_cost(lifted, plan, result, settings, limit_row(program))

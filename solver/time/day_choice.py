@@ -44,15 +44,19 @@ batch work joins its periods), the whole program holds the day columns free and 
 search proves the day-wide choice; so it does where no fixed choice has a plan. Without
 a held fleet or a start (explain's re-solves without a pool) the relaxation's choice is
 the one tried (each configs_per_day row where the relaxation runs none closed).
+
+`optimise_periods` is the periods program's one meeting with the backend, so solved (by
+the program step, solver.time.step, and explain's re-solves, solver.time.alternatives).
 """
 
 import math
 from dataclasses import replace
 from functools import partial
 
+from solver.backends import Backend
 from solver.backends.compile_memo import CompileMemo
 from solver.backends.shared_rows import SharedRows
-from solver.decompose.by_period import answer
+from solver.decompose.by_period import answer, begin_periods, solve_periods
 from solver.decompose.period_passes import (
     HELD_GAP,
     LP_PRICES_SHARE,
@@ -70,7 +74,10 @@ from solver.program.families.simplicity import (
 )
 from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import Constraint, LinearProgram, SolveResult, Termination, plan_of
+from solver.program.optimised import Optimised
 from solver.program.row_names import ReplicasColumn, family_of, split_timed
+from solver.settings import SolveSettings
+from solver.time.periods import TimeProgram
 from solver.time.shares import expired
 
 LATE_WHOLE_S = 5.0
@@ -322,3 +329,22 @@ def _late_whole(lp: LinearProgram, backend, settings) -> SolveResult | None:
     if not found.termination.has_solution:
         return None
     return replace(found, termination=Termination.FEASIBLE, message=LATE_WHOLE)
+
+
+def optimise_periods(
+    program: TimeProgram, backend: Backend, settings: SolveSettings, fleet: Fleet | None = None
+) -> Optimised:
+    """The periods program solved: period by period where only the commitment joins its
+    periods, else whole (solver.decompose.by_period.solve_periods), the day's
+    configurations fixed from a first pass where it splits (the module text);
+    `fleet`: one that serves every period, held all day (the rounds' first plan, and
+    one such pass); the settings' start (a
+    lever's base plan: solver.analysis.levers) where it is a plan of this program (a
+    lever that only loosens the question), which the search then begins from, as a
+    static lever's does (its day columns set from its pools where it names none:
+    `with_day_columns`)."""
+    lp = program.lp
+    start = None if settings.start is None else with_day_columns(lp, dict(settings.start))
+    begun = start if start is not None and plan_of(lp, start) else None
+    own = settings.with_duals(False)
+    return Optimised(solve_by_day(lp, backend, own, fleet, begun, solve_periods, begin_periods))

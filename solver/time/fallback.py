@@ -4,7 +4,7 @@ exit 4 (solver.time.step.PeriodsStep.optimise).
 A month whose share ends without a plan answers with a fleet held every hour
 (solver.decompose.by_period): its own peak plan's, else the month before's, each pool at
 its busiest period's count grown to this month's demand, ceil(n (1 + g)^k)
-(solver.time.step.grown_fleet), and where the caps refuse it, each period re-planned with
+(solver.time.held.grown_fleet), and where the caps refuse it, each period re-planned with
 its pools free at the commitment it inherits, and last the month's program solved whole
 past the limit (solver.time.day_choice). Where even that finds no plan, the run ends
 with exit 4, and the message names the caps the held fleet passes.

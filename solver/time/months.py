@@ -281,7 +281,7 @@ def stopped_notes(
     the horizon's verification and report: month -> seconds into the run) was not
     searched at all: its plan is the month before's hours held and grown
     (`HELD_AND_GROWN`, no bound: gap unknown), or where a cap refuses that, its program's
-    fallback (the month before's fleet grown to its demand: solver.time.step) with its gap
+    fallback (the month before's fleet grown to its demand: solver.time.held) with its gap
     against the bound that gives; its note says so whether or not that plan meets its
     gap."""
     cut = cut or {}

@@ -6,10 +6,12 @@ the sequence calls them:
     build        the periods program of the horizon's periods, a later month's
                  commitments bounded by the month before (solver.time.months), its
                  pre-solve problems (Infeasible); beside it, in a thread, the static plan
-                 of the day's peak (`held_fleet`, by the pipeline's static step)
-    optimise     `optimise_periods`: the one place the periods program meets the backend,
-                 within the month's share of the solve time (`month_share`), its rounds
-                 starting from that plan's fleet held every hour
+                 of the day's peak (`held_fleet`, by the pipeline's static step;
+                 solver.time.held)
+    optimise     `optimise_periods` (solver.time.day_choice): the one place the periods
+                 program meets the backend, within the month's share of the solve time
+                 (`month_share`), its rounds starting from that plan's fleet held every
+                 hour
     diagnosis    why it has no solution (the peak period's static diagnosis; a month's
                  inherited commitments)
     price        its pricing LP (solver.time.prices), run in the background
@@ -18,45 +20,41 @@ the sequence calls them:
     verify       the hour verifier
 """
 
-import logging
-import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from models.operations.procurement import month_factors
-from models.operations.time_demand import held_all_day
 from models.schema.instance import Instance
 from models.schema.quantities import counted
 from solver.analysis.diagnose import diagnose_infeasible, horizon_problems
-from solver.backends import Backend, get_backend
+from solver.backends import Backend
 from solver.candidates.pools import assess_pools
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable
 from solver.colocation.templates import TemplateMemo
-from solver.decompose.by_period import Fleet, begin_periods, solve_periods
+from solver.decompose.by_period import Fleet
 from solver.decompose.period_split import Held
 from solver.errors import Diagnosis, Infeasible
-from solver.plan.records import ReplicaPool, SimplicityCost
+from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.program.build import FleetProgram, with_bounds
-from solver.program.families.pricing import CommittedColumn
-from solver.program.families.variables import PoolUsedColumn
-from solver.program.lp import SolveResult, Termination, plan_of
+from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised
-from solver.program.row_names import ReplicasColumn, family_of, split_timed
+from solver.program.row_names import ReplicasColumn
 from solver.settings import MIN_CALL_S, SolveSettings, TimeLimitReached
-from solver.time.alternatives import (
-    configs_limit_rows,
-    cost_without,
-    limit_row,
-    simplicity_cost,
-    without_configs_limit,
-    without_pool,
-)
-from solver.time.day_choice import solve_by_day, with_day_columns
+from solver.time.alternatives import cost_without, resolve_lifted, resolve_without, without_pool
+from solver.time.day_choice import optimise_periods
 from solver.time.fallback import refused_message
+from solver.time.held import (
+    HELD_PLAN_GAP,
+    HELD_SHARE,
+    HeldFleet,
+    grown_fleet,
+    held_within,
+    plan_fleet,
+    planned_held,
+)
 from solver.time.horizon import Horizon
 from solver.time.months import bound_commitments, month_conflict
 from solver.time.periods import TimeProgram, build_time_program, interactive_table
@@ -65,145 +63,6 @@ from solver.time.shares import ending_by, expired, kept_until, month_share, retr
 from solver.time.solve import hourly_problems, peak_period, period_instances, read_hours
 from solver.verify.hours import verify_hours
 from solver.verify.verdict import Verification
-
-LOG = logging.getLogger(__name__)
-"""Why a held fleet could not be planned, at debug level."""
-
-HELD_SHARE = 0.6
-"""The share of the time left that the static plan of the day's peak may take."""
-
-HELD_PLAN_GAP = 0.01
-"""The loosest gap the static plan of the day's peak is solved to (the run's where that
-is looser): it is the rounds' first plan, which they improve, not their proof."""
-
-HeldFleet = Callable[
-    [Instance, CandidateTable, SolveSettings, TemplateMemo | None],
-    tuple[dict[tuple[str, str], float], dict[str, float]] | None,
-]
-"""The static plan of an instance: GPUs bought per (region, GPU type) and its pools'
-integer columns by name, or None (no plan within its settings' deadline); its last
-argument the shared group templates' memo over the table (`TemplateMemo.over`)."""
-
-
-def _planned_held(
-    planned: HeldFleet,
-    instance: Instance,
-    table: CandidateTable,
-    settings: SolveSettings,
-    month: int = 0,
-    templates: TemplateMemo | None = None,
-) -> Held | BaseException | None:
-    """The held fleet of `instance` (month `month`'s). It only speeds the rounds up, so a
-    static plan that fails for any reason but an interruption leaves them without it
-    (logged at debug level); an interruption is handed to the rounds' thread to raise."""
-    try:
-        found = planned(held_all_day(instance), table, settings, templates)
-    except Exception:  # any failure: the rounds go on without the held fleet
-        LOG.debug("no held fleet for %s", instance.name, exc_info=True)
-        return None
-    except BaseException as error:  # an interruption: the rounds' thread raises it
-        return error
-    if found is None:
-        return None
-    bought, layout = found
-    committed = {CommittedColumn(r, g).name(): gpus for (r, g), gpus in bought.items()}
-    return Held(committed, layout, month)
-
-
-def grown_fleet(held: Held, instance: Instance, month: int) -> Held:
-    """`held`, planned for an earlier month's peak, with its pools grown to month
-    `month`'s demand (`Held.grown`, what the rounds' last plan holds where they end
-    without one): each pool's replicas times its workload's growth between the two
-    months, rounded up,
-
-        n'[w,c,r] = ceil(n[w,c,r] x (1 + g_w)^(month - held.month)),
-
-    on the same configurations (`pool_used` kept); a pool of more replicas serves at
-    least as much per replica, so every scenario's load grown by (1 + g_w)^k fits where
-    the held load did (the supply and power caps may still refuse it). Its pooling
-    steps are left to the program."""
-    if month <= held.month:
-        return held
-    factors = month_factors(instance, month - held.month)
-    grown = {}
-    for name, value in held.layout.items():
-        family = family_of(name)
-        if family == ReplicasColumn.family:
-            factor = factors.get(ReplicasColumn.parse(name).workload, 1.0)
-            grown[name] = float(math.ceil(value * factor - 1e-9))
-        elif family == PoolUsedColumn.family:
-            grown[name] = value
-    return replace(held, grown=grown)
-
-
-def held_within(planned: Held, held: Held) -> bool:
-    """Whether every pool of `planned` runs a configuration `held` runs (its `pool_used`
-    column at 1) at no more replicas than `held` holds grown (`Held.late_layout`)."""
-    pools = held.late_layout
-    return all(value <= pools.get(name, 0.0) for name, value in planned.layout.items() if value)
-
-
-def plan_fleet(values: dict[str, float], month: int) -> Held | None:
-    """The fleet a month's plan (`values`) holds, the months after it's fallback
-    (`PeriodsStep.fallback`): its committed GPUs and each pool at its most replicas in
-    any period, n[w,c,r] = max_p n[w,c,r]@p (its configuration used where any period
-    uses it), which held all day serves every period's load of that month (the supply
-    and power caps may refuse it where pools peak apart); None without a pool."""
-    committed: dict[str, float] = {}
-    layout: dict[str, float] = {}
-    for name, value in values.items():
-        base = split_timed(name)[0]
-        family = family_of(base)
-        if family == CommittedColumn.family:
-            committed[base] = max(committed.get(base, 0.0), value)
-        elif family in (ReplicasColumn.family, PoolUsedColumn.family):
-            layout[base] = max(layout.get(base, 0.0), float(round(value)))
-    return Held(committed, layout, month) if layout else None
-
-
-def optimise_periods(
-    program: TimeProgram, backend: Backend, settings: SolveSettings, fleet: Fleet | None = None
-) -> Optimised:
-    """The periods program solved: period by period where only the commitment joins its
-    periods, else whole (solver.decompose.by_period.solve_periods), the day's
-    configurations fixed from a first pass where it splits (solver.time.day_choice);
-    `fleet`: one that serves every period, held all day (the rounds' first plan, and
-    one such pass); the settings' start (a
-    lever's base plan: solver.analysis.levers) where it is a plan of this program (a
-    lever that only loosens the question), which the search then begins from, as a
-    static lever's does (its day columns set from its pools where it names none:
-    solver.time.day_choice.with_day_columns)."""
-    lp = program.lp
-    start = None if settings.start is None else with_day_columns(lp, dict(settings.start))
-    begun = start if start is not None and plan_of(lp, start) else None
-    own = settings.with_duals(False)
-    return Optimised(solve_by_day(lp, backend, own, fleet, begun, solve_periods, begin_periods))
-
-
-def resolve_without(
-    program: TimeProgram, settings: SolveSettings, bounds: dict[str, tuple[float, float]]
-) -> SolveResult:
-    """The periods program re-solved with `bounds` (explain's alternatives,
-    solver.time.alternatives; here or in a worker process: one solver thread)."""
-    own = replace(program, lp=with_bounds(program.lp, bounds))
-    limited = settings.limited(settings.time_limit_s)
-    return optimise_periods(own, get_backend(settings.backend), limited).result
-
-
-def resolve_lifted(
-    program: TimeProgram, plan: Plan, settings: SolveSettings
-) -> SimplicityCost | None:
-    """What policy.max_configs_per_pool costs the plan: the periods program re-solved with
-    the limit lifted in every period (solver.time.alternatives; here or in a worker
-    process: one solver thread). None without a limit; no re-solve where no row holds it."""
-    if program.instance.policy.max_configs_per_pool is None or plan.cost_per_month is None:
-        return None
-    if not configs_limit_rows(program):
-        return simplicity_cost(program, plan, None, settings)
-    lifted = without_configs_limit(program)
-    limited = settings.limited(settings.time_limit_s)
-    result = optimise_periods(lifted, get_backend(settings.backend), limited).result
-    return simplicity_cost(lifted, plan, result, settings, limit_row(program))
 
 
 @dataclass
@@ -426,7 +285,7 @@ class PeriodsStep:
         memo = self.templates.over(self.table) if self.templates is not None else None
         inputs = (self.held_fleet, self.instance, self.table, held, self.horizon.month, memo)
         thread = threading.Thread(
-            target=lambda: found.append(_planned_held(*inputs)), name="held-fleet", daemon=True
+            target=lambda: found.append(planned_held(*inputs)), name="held-fleet", daemon=True
         )
         thread.start()
         self.held_thread = thread

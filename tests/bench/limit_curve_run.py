@@ -11,8 +11,8 @@ import sys
 import time
 
 import solver.decompose.by_workload as by_workload
-import solver.decompose.region_join as region_join
-import solver.decompose.region_time as region_time
+import solver.decompose.regions.plan as by_region
+import solver.decompose.regions.timing as region_time
 import solver.decompose.scenario_cuts as scenario_cuts
 import solver.stages as stages
 
@@ -22,7 +22,7 @@ BEFORE = {
     (by_workload, "FULL_SHARE_WHEN_LITTLE_AFTER"): False,
     (region_time, "FLOORED_ROUNDS"): 0,
     (region_time, "REGION_MIN_S"): 0.0,
-    (region_join, "COVERS_FIRST"): False,
+    (by_region, "COVERS_FIRST"): False,
 }
 """The switches of `before` (main at 3c4b5430); `after` keeps the modules' own values."""
 

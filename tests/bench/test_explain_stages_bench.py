@@ -64,7 +64,7 @@ in all, every lever's $/month and status and every alternative the same. Base 4.
 its region's row worked out again on P_X; over HiGHS seeds 0-2 the two together 48.7 ->
 36.8 s, 0.76x); the limit lifted 2.0 / 1.8; the replay 1.7 / 1.5; the levers 38.9 -> 28.3:
 each lever's search from the base plan works out no region programs
-(levers.REGION_ROWS: gh200 6.8 -> 4.8, mi300x 3.9 -> 2.3, mi325x 3.6 -> 1.8, TTFT 3.2 ->
+(lever_solve.REGION_ROWS: gh200 6.8 -> 4.8, mi300x 3.9 -> 2.3, mi325x 3.6 -> 1.8, TTFT 3.2 ->
 2.8, prefix-cache 3.3 -> 2.7; the group keeps them: 9.5 s with, 19.2 without) and the
 probes start from the base screen's plan (the seven neutral 3.6 -> 2.6 s); the group
 with its probes 12.0 -> 9.8. The command itself, main 3c4b5430 against c7d5b712, A B

@@ -3,7 +3,7 @@ regions' bound (issue 33).
 Run by `make bench` only (not `make test`).
 
 With whole servers and region loss the plan's gap is stated against the regions' bound
-(solver.decompose.region_join): sum_r z_r, each region's own program, which leaves out
+(solver.decompose.regions.join): sum_r z_r, each region's own program, which leaves out
 the capacity a region keeps for a lost region's users. On the generated 10 x 20 x 6
 instance at the policy's defaults that bound is the no-loss twin's optimum ($685,090,
 the regions' programs proved within 0.01%), and `fleetplan solve` ends at $694,610 with
@@ -35,7 +35,7 @@ replica moved to another GPU type), so the convex hull of the regions' plans car
 the failover almost free and the bound side of the gap cannot be closed by Hall prices:
 what lies between $685,090 and $694,610 is how whole servers combine across regions.
 For the plan side, the bench floors the whole program at each union (the regions' join,
-solver.decompose.region_join.floored) and prints its cost: $700,858-702,610 on
+solver.decompose.regions.join.floored) and prints its cost: $700,858-702,610 on
 10 x 20 x 6, dearer than the pair search's $694,610, though the unions break few rows:
 every broken row costs whole servers to mend.
 
@@ -74,7 +74,7 @@ from solver.backends import get_backend
 from solver.candidates.config_dominance import config_bounds
 from solver.candidates.table import build_candidates
 from solver.decompose.region_bounds import RegionCostRow, region_of, region_programs
-from solver.decompose.region_join import floored
+from solver.decompose.regions.join import floored
 from solver.decompose.scenario_cuts import _lp_rounds, _separate
 from solver.program.build import with_bounds
 from solver.program.families import add_row

@@ -13,7 +13,7 @@ instance's time limit from its start:
   candidate table's physics anew (levers.SHARED off; lever_shares.EXPECTED off), each
   search from the base plan keeping the pools config dominance removes (levers.DOMINATED
   off) and working out its regions' own programs for the region_cost rows
-  (levers.REGION_ROWS on).
+  (lever_solve.REGION_ROWS on).
 - `after`: each "without pool X" re-solve proven by the base solve's bound where the
   base plan changed in X's region is within the gap (solver.analysis.without), else
   searched from it with the bound as a row; the limit on configurations priced from the
@@ -21,7 +21,7 @@ instance's time limit from its start:
   neutral GPU levers proven together (each probe from the base's screen's plan) and
   every other lever alone, each search from the base plan without the pools config
   dominance removes (lever_groups.DOMINATED, levers.DOMINATED) and, but for the group,
-  without region_cost rows (levers.REGION_ROWS); a GPU lever whose type serves no
+  without region_cost rows (lever_solve.REGION_ROWS); a GPU lever whose type serves no
   workload (its candidate table the base's: lever_programs.offers_nothing) answered by
   the base plan, hourly plans too (diurnal-chat-batch: a100, gh200); the levers within
   what is left of the run's time limit (solver.analysis.lever_shares, a lever's share
@@ -46,9 +46,10 @@ from dataclasses import replace
 import pytest
 
 from models.io.loading import load_instance
-from solver.analysis import lever_groups, lever_shares, levers, without
+from solver.analysis import lever_groups, lever_shares, lever_solve, levers, without
 from solver.analysis.explain import Explanation, explain_solved
-from solver.analysis.levers import LeverResult, LeverRun
+from solver.analysis.lever_solve import LeverResult
+from solver.analysis.levers import LeverRun
 from solver.candidates.pools import shared_physics
 from solver.settings import COMPARISON_GAP, SolveSettings
 from solver.solve import solve_program
@@ -71,13 +72,13 @@ def _before(solved) -> tuple[Explanation, tuple[LeverResult, ...]]:
     """Explain's re-solves on their own, every lever alone with the whole limit each."""
     lever_groups.GROUPS, without.FROM_BASE = False, False
     levers.SHARED, lever_shares.EXPECTED, levers.DOMINATED = False, False, False
-    levers.REGION_ROWS = True
+    lever_solve.REGION_ROWS = True
     try:
         return _run(solved, shared=False)
     finally:
         lever_groups.GROUPS, without.FROM_BASE = True, True
         levers.SHARED, lever_shares.EXPECTED, levers.DOMINATED = True, True, True
-        levers.REGION_ROWS = False
+        lever_solve.REGION_ROWS = False
 
 
 def _run(solved, shared: bool = True) -> tuple[Explanation, tuple[LeverResult, ...]]:

@@ -12,9 +12,9 @@ covers come after the floored program. `after`: 3 x the build kept; LP rounds st
 LP_ROUNDS_SHARE of the solve's time (solver.decompose.scenario_cuts); the regions' stage
 takes all the solve's time where the whole would not follow (solver.decompose.by_workload
 ._little_after); the regions' programs rounds / (rounds + 2) of it, and none started
-where that gives each less than REGION_MIN_S (solver.decompose.region_time); where the
+where that gives each less than REGION_MIN_S (solver.decompose.regions.timing); where the
 clock left a region without a plan, the whole program's cover first
-(solver.decompose.region_join.COVERS_FIRST). Each row: the result, cost, stated
+(solver.decompose.regions.plan.COVERS_FIRST). Each row: the result, cost, stated
 gap, wall (the child process: interpreter, instance, solve) and user CPU seconds, and
 after / before ratios of cost and wall for the pair.
 

@@ -1,5 +1,5 @@
 """MoE calibration benchmark: the performance model against the TensorRT-LLM MoE rows
-(`calibration/data/trtllm_perf_moe.csv`; `calibration/moe.py` states how a row becomes a
+(`calibration/data/trtllm_perf_moe.csv`; `calibration/moe_rows.py` states how a row becomes a
 prediction and which rows are held out). Run by `make bench`: prints every row, then
 before/after tables (issue 34) of the median |error| and the median signed error (bias)
 by layout family (TP, DEP, EP+TP), model, GPU and generation, on the held-out rows and
@@ -7,8 +7,9 @@ on the fit rows, then the 20 worst held-out rows with the model's step breakdown
 
 import math
 
-from calibration.moe import MOE_FILE, load_moe_rows, moe_report
 from calibration.moe_breakdown import worst_rows
+from calibration.moe_report import moe_report
+from calibration.moe_rows import MOE_FILE, load_moe_rows
 from calibration.rows import calibration_dir
 
 

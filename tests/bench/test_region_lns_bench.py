@@ -1,11 +1,11 @@
-"""The search over pairs of regions after the regions' join (solver.decompose.region_lns),
+"""The search over pairs of regions after the regions' join (solver.decompose.regions.search),
 before and after, side by side in one run. Run by `make bench` only (not `make test`).
 
 Each generated instance surviving any region loss at the policy's defaults (whole
 servers, one configuration per pool; tests.synthetic.generated_data: per-region random
 prices) is solved twice through `solve_program` in this process: `before`, the regions'
 programs and the plan floored at their fleets, then the whole program from that plan
-(`SEARCH` off in solver.decompose.region_join); `after`, the same with the search
+(`SEARCH` off in solver.decompose.regions.plan); `after`, the same with the search
 between the floored plan and the whole program. The table prints, for each, the
 regions' stage (the plan `by_region` returns: wall time from the start of
 `solve_program`, cost, gap to the regions' bound) and the verified plan (wall, cost,
@@ -18,7 +18,7 @@ import time
 import pytest
 
 import solver.decompose.by_workload as by_workload
-import solver.decompose.region_join as region_join
+import solver.decompose.regions.plan as by_region
 from models.io.loading import validate_instance
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
@@ -64,7 +64,7 @@ def _solve(inst, settings: SolveSettings, monkeypatch) -> tuple:
     started = time.perf_counter()
 
     def recorded(*args, **kwargs):
-        joined = region_join.by_region(*args, **kwargs)
+        joined = by_region.by_region(*args, **kwargs)
         if joined is not None and not stage:
             result = joined.result
             stage.append((time.perf_counter() - started, result.objective, result.mip_gap))
@@ -81,8 +81,8 @@ def test_search_before_and_after(size, monkeypatch):
     label = " x ".join(map(str, size[:3])) + f", seed {size[3]}"
     settings = SolveSettings.of(inst, time_limit_s=TIME_LIMIT_S, mip_gap=MIP_GAP)
     for name, search in (("before", False), ("after", True)):
-        monkeypatch.setattr(region_join, "SEARCH", search)
-        monkeypatch.setattr(region_join, "SEARCH_MIN_REGIONS", 0)  # 5 x 5 x 3 searched too
+        monkeypatch.setattr(by_region, "SEARCH", search)
+        monkeypatch.setattr(by_region, "SEARCH_MIN_REGIONS", 0)  # 5 x 5 x 3 searched too
         try:
             (at, cost, gap), plan, wall_s = _solve(inst, settings, monkeypatch)
         except NoSolution as stopped:
@@ -123,7 +123,7 @@ def _first_kept(seen: list):
     """by_region, keeping the first plan it returns in `seen`."""
 
     def recorded(*args, **kwargs):
-        joined = region_join.by_region(*args, **kwargs)
+        joined = by_region.by_region(*args, **kwargs)
         if joined is not None and not seen:
             seen.append(joined)
         return joined
@@ -135,7 +135,7 @@ def test_the_search_gives_the_same_plan_under_load(monkeypatch):
     """The regions' stage (the plan the search returns) of one instance, solved at the
     machine's load and then beside two busy-loop processes (both of a 2-core machine's
     cores taken): the same cost and the same values. The search's neighbourhoods stop at
-    a node count and its batches do not depend on idle cores (solver.decompose.region_lns);
+    a node count and its batches do not depend on idle cores (solver.decompose.regions.search);
     before, a 3 s wall limit and one pair per idle core made the plan follow the load."""
     import multiprocessing
 
@@ -143,7 +143,7 @@ def test_the_search_gives_the_same_plan_under_load(monkeypatch):
     # a limit the search never reaches: where it cuts the search, the plan depends on
     # the machine (and says so: Searched.stopped)
     settings = SolveSettings.of(inst, time_limit_s=UNREACHED_S, mip_gap=MIP_GAP)
-    monkeypatch.setattr(region_join, "SEARCH_MIN_REGIONS", 0)
+    monkeypatch.setattr(by_region, "SEARCH_MIN_REGIONS", 0)
     stages = []
     for loaded in (False, True):
         busy = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(2 * loaded)]

@@ -1,6 +1,6 @@
 """Whole servers at the policy's defaults: the master over server counts
 (solver.decompose.server_master) against the regions' programs
-(solver.decompose.region_join), side by side in one run. Run by `make bench` only (not
+(solver.decompose.regions.join), side by side in one run. Run by `make bench` only (not
 `make test`).
 
 For each generated instance surviving any region loss (and the largest surviving none)
@@ -8,7 +8,7 @@ at the policy's defaults (whole servers, one configuration per pool;
 tests.synthetic.generated: per-region random prices) the same candidates are solved
 twice through `solve_program` in this process:
 `master`, the code before the regions' programs (`REGION_SHARE` 0 in
-solver.decompose.join, `REGIONS_FIRST` off in solver.decompose.region_join): with many
+solver.decompose.join, `REGIONS_FIRST` off in solver.decompose.regions.plan): with many
 parts (`COORDINATE_MIN_PARTS`) the master first, for a share of the time left, and the
 whole program from the cheaper of its plan and the rounded join; and `regions`, the
 default: the regions' programs first, before any workload program (their bound, and
@@ -24,7 +24,7 @@ import time
 import pytest
 
 import solver.decompose.join as join
-import solver.decompose.region_join as region_join
+import solver.decompose.regions.plan as by_region
 from models.io.loading import validate_instance
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
@@ -70,7 +70,7 @@ def test_master_against_regions(size, monkeypatch):
     walls, costs = {}, {}
     for name, share in (("master", 0.0), ("regions", join.REGION_SHARE)):
         monkeypatch.setattr(join, "REGION_SHARE", share)
-        monkeypatch.setattr(region_join, "REGIONS_FIRST", share > 0)
+        monkeypatch.setattr(by_region, "REGIONS_FIRST", share > 0)
         started = time.perf_counter()
         try:
             solved = solve_program(inst, settings)

@@ -5,7 +5,7 @@ this stop's changes, side by side in one process, A B A B. Run by `make bench` o
 
 `before`: the solve runs to `SOLVE_SHARE` of the limit whatever the program's size
 (`AFTER_PER_BUILD` 0 in solver.stages), the regions' stage returns nothing where the
-floored program found no plan (`HELD_COVER` off in solver.decompose.region_join), and
+floored program found no plan (`HELD_COVER` off in solver.decompose.regions.plan), and
 the cover's sizing is its greedy alone (`PACKED` off in solver.decompose.cover.sizing).
 `after`: the solve ends AFTER_PER_BUILD x the build's seconds before the limit (4 at stop 26,
 3 since stop 28: tests/bench/test_limit_curve_bench.py) where that comes first,
@@ -23,7 +23,7 @@ import time
 import pytest
 
 import solver.decompose.cover.sizing as cover_sizing
-import solver.decompose.region_join as region_join
+import solver.decompose.regions.plan as by_region
 import solver.stages as stages
 from models.io.loading import validate_instance
 from solver.errors import NoSolution
@@ -80,7 +80,7 @@ def test_short_limit_before_and_after(seed, limit_s, monkeypatch):
         pair = {}
         for side, (after_s, held) in SIDES.items():
             monkeypatch.setattr(stages, "AFTER_PER_BUILD", after_s)
-            monkeypatch.setattr(region_join, "HELD_COVER", held)
+            monkeypatch.setattr(by_region, "HELD_COVER", held)
             monkeypatch.setattr(cover_sizing, "PACKED", held)
             pair[side] = result, cost, gap, wall_s = _solve(inst, limit_s)
             ratios = ("-", "-", "-")

@@ -71,10 +71,10 @@ DEFAULT_POLICY_SIZES = [(5, 8, 4), (10, 20, 6)]
 """Solved with region loss and the policy's defaults (whole servers, one configuration
 per pool), where the generator buys single GPUs: whole servers couple the workloads
 (they share each region's servers), so the solve starts with the regions' programs
-(solver.decompose.region_join: their bound, and the whole program floored at their
+(solver.decompose.regions.join: their bound, and the whole program floored at their
 fleets) and the whole program from that plan when it is not within the gap
 (tests/bench/test_server_master_bench.py: against the master over server counts).
-5 x 8 x 4 has too few regions for the search over pairs (region_join.SEARCH_MIN_REGIONS):
+5 x 8 x 4 has too few regions for the search over pairs (regions.plan.SEARCH_MIN_REGIONS):
 the whole program runs from the floored plan. How far the bound side of either gap can
 move: tests/bench/test_hall_lagrangian_bench.py."""
 TIME_LIMIT_S = 300.0

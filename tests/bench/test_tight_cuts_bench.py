@@ -67,7 +67,7 @@ from tests.synthetic import at_policy_defaults, generated_data
 INSTANCES = [(0, False), (1, False), (2, False), (0, True)]
 """(seed, at the policy's defaults): the generator's single GPUs and free pools (the
 target's figures: $658,869 optimal at seed 0), and whole servers with one configuration
-per pool (solved by region first: solver.decompose.region_join)."""
+per pool (solved by region first: solver.decompose.regions.join)."""
 LIMITS_S = [5.0, 10.0, 20.0]
 REFERENCE_S = 300.0
 REPEATS = 2

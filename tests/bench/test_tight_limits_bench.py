@@ -3,13 +3,13 @@ configuration per pool), before and after keeping the stages' plans, side by sid
 run. Run by `make bench` only (not `make test`); no timed assertions.
 
 `before`: the regions' stage returns nothing unless every region's own program proves
-its bound (`KEEP_STOPPED` off in solver.decompose.region_join), and the first workload
+its bound (`KEEP_STOPPED` off in solver.decompose.regions.plan), and the first workload
 part to start may take all the time left (`EQUAL_SHARES` off in
 solver.decompose.join_run). `kept`: the floored plan is kept with its gap against the
 regions' results as the clock left them, started from the regions' own plans, and each
 part gets an equal share of the time left when it starts. `after`: as `kept`, and where
 the clock left some region (or the whole) no plan, the cover built without a solver
-stands in (`COVER` in solver.decompose.region_join; solver.decompose.cover). Each row:
+stands in (`COVER` in solver.decompose.regions.join; solver.decompose.cover). Each row:
 wall time, the result (status, or the stage the limit stopped and its message), gap and
 method.
 """
@@ -19,7 +19,8 @@ import time
 import pytest
 
 import solver.decompose.join_run as join_run
-import solver.decompose.region_join as region_join
+import solver.decompose.regions.join as region_join
+import solver.decompose.regions.plan as by_region
 from models.io.loading import validate_instance
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
@@ -65,7 +66,7 @@ def test_tight_limit_before_and_after(size, limit_s, monkeypatch):
         ("kept", True, False),
         ("after", True, True),
     ):
-        monkeypatch.setattr(region_join, "KEEP_STOPPED", kept)
+        monkeypatch.setattr(by_region, "KEEP_STOPPED", kept)
         monkeypatch.setattr(join_run, "EQUAL_SHARES", kept)
         monkeypatch.setattr(region_join, "COVER", cover)
         started = time.perf_counter()

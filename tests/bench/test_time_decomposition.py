@@ -34,7 +34,7 @@ from models.io.loading import validate_instance
 from solver.decompose import by_period
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
-from solver.time import step
+from solver.time import day_choice
 from tests.bench.tables import print_table
 
 ROWS: list[tuple] = []
@@ -224,7 +224,7 @@ def test_whole_against_by_period(make, limit_s, monkeypatch):
         if way == "whole":
             monkeypatch.setattr(by_period, "split", lambda _lp: None)
             begin = by_period.begin_periods  # each day's choice whole: its split not passed
-            monkeypatch.setattr(step, "begin_periods", lambda *a, _b=begin: _b(*a[:5]))
+            monkeypatch.setattr(day_choice, "begin_periods", lambda *a, _b=begin: _b(*a[:5]))
         else:
             monkeypatch.undo()
             monkeypatch.setattr(by_period, "solve_by_period", _recorded(methods))

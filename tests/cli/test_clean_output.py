@@ -15,7 +15,7 @@ from cli.render.tables import TableSpec, markdown_tables
 from cli.render.zeros import json_without_negative_zero, unsigned_zero
 from models.io.loading import validate_instance
 from solver.analysis.compare import Comparison, Side, rollout
-from solver.analysis.levers import LeverResult
+from solver.analysis.lever_solve import LeverResult
 from solver.plan.schema import Plan
 from tests import synthetic
 from tests.paths import INSTANCES, REPO

@@ -89,7 +89,8 @@ def _calibration_dense(run: Runner) -> dict[str, str]:
 
 @functools.cache
 def _moe() -> dict:
-    from calibration.moe import load_moe_rows, moe_report
+    from calibration.moe_report import moe_report
+    from calibration.moe_rows import load_moe_rows
     from calibration.rows import calibration_dir
 
     rows, _skipped = load_moe_rows(calibration_dir())

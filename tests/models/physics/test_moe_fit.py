@@ -10,13 +10,11 @@ from calibration.moe import (
     HALF_TOKENS_GRID,
     LATENCY_GRID_S,
     MoeFit,
-    bench_settings,
     fit_moe_constants,
     latency_grid,
-    load_moe_rows,
-    predict_moe,
     render_moe_yaml,
 )
+from calibration.moe_rows import bench_settings, load_moe_rows, predict_moe
 from calibration.rows import calibration_dir
 from models.physics.catalog import gpu_catalog
 from models.physics.catalog.moe_efficiency import (

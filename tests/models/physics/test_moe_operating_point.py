@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calibration.moe import MoeRow, bench_settings, load_moe_rows, predict_moe
 from calibration.moe_breakdown import worst_rows
+from calibration.moe_rows import MoeRow, bench_settings, load_moe_rows, predict_moe
 from calibration.rows import calibration_dir
 from calibration.trtllm_bench import bench_caps, bench_requests
 from models.physics.catalog import gpu_catalog, llm_catalog

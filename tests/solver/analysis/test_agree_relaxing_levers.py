@@ -1,6 +1,6 @@
 """A lever that only adds options is a relaxing lever (lever_edits.Lever.relaxes): every
 plan of the instance is a plan of the lever's at the same cost, so its re-solve starts
-from the base plan and a stop on a dearer plan reports the base (levers.base_is_better).
+from the base plan and a stop on a dearer plan reports the base (lever_solve.base_is_better).
 'precision one step down' adds the next lower weight precision beside the ones allowed
 and was not marked so: growth-horizon's lever table read it at $64,767/month, saving
 -$21,464 (44 GPUs where the base holds 24; its re-solve stopped at a 60% gap).

@@ -5,7 +5,7 @@ from cli.levers import lever_table, rests_on
 from models.physics import catalog
 from models.physics.error_bands import band_for
 from solver.analysis.lever_edits import allow_gpu
-from solver.analysis.levers import solve_lever
+from solver.analysis.lever_solve import solve_lever
 from tests import synthetic
 
 

@@ -21,7 +21,8 @@ from solver.analysis.lever_groups import (
     solve_group,
 )
 from solver.analysis.lever_programs import static_program
-from solver.analysis.levers import LeverRun, solve_lever
+from solver.analysis.lever_solve import solve_lever
+from solver.analysis.levers import LeverRun
 from solver.decompose import by_workload
 from solver.program.lp import LinearProgram, Sense, Variable
 from solver.settings import SolveSettings

@@ -5,11 +5,11 @@ import yaml
 
 from models.io.loading import validate_instance
 from solver.analysis.lever_edits import allow_gpu, looser_slo
-from solver.analysis.levers import solve_lever
+from solver.analysis.lever_solve import solve_lever
 from solver.program.lp import plan_of
 from solver.settings import SolveSettings
 from solver.solve import solve_program
-from solver.time import step
+from solver.time import day_choice
 from tests.paths import ONE_MODEL_ONE_REGION
 
 
@@ -26,13 +26,13 @@ def test_an_hourly_lever_that_loosens_starts_from_the_base_plan(monkeypatch):
     solved = solve_program(instance, SolveSettings.of(instance, threads=1))
     cost = solved.plan.cost_per_month
     starts = []
-    solve_periods = step.solve_periods
+    solve_periods = day_choice.solve_periods
 
     def recorded(lp, backend, settings, fleet=None, start=None):
         starts.append(start is not None and plan_of(lp, start))
         return solve_periods(lp, backend, settings, fleet, start)
 
-    monkeypatch.setattr(step, "solve_periods", recorded)
+    monkeypatch.setattr(day_choice, "solve_periods", recorded)
     h200 = allow_gpu("h200")(instance)  # an option added: the base plan is a plan of it
     alone = solve_lever("allow h200", h200, cost, None)
     started = solve_lever("allow h200", h200, cost, None, start=solved.start)

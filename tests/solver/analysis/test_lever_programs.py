@@ -6,7 +6,7 @@ import yaml
 
 from models.io.loading import load_instance, validate_instance
 from solver import solve as solve_module
-from solver.analysis import levers
+from solver.analysis import lever_solve
 from solver.analysis.lever_edits import allow_gpu, looser_slo
 from solver.analysis.lever_programs import (
     SAME_PROGRAM_NOTE,
@@ -17,7 +17,7 @@ from solver.analysis.lever_programs import (
     static_program,
     unused_offers,
 )
-from solver.analysis.levers import solve_lever
+from solver.analysis.lever_solve import solve_lever
 from solver.program.lp import LinearProgram, Sense
 from solver.settings import SolveSettings
 from solver.solve import solve_program
@@ -99,7 +99,7 @@ def test_a_gpu_lever_whose_type_serves_nothing_answers_with_the_base_plan(hourly
     assert not offers_nothing(candidate_table(h200, settings), unused[0])
     alone = solve_lever("allow a100-80gb-sxm", a100, cost, None)  # solved: the same plan
     assert (alone.cost_per_month, alone.status) == (cost, "solved")
-    monkeypatch.setattr(levers, "solve_program", _no_solve)
+    monkeypatch.setattr(lever_solve, "solve_program", _no_solve)
     kept = solve_lever("allow a100-80gb-sxm", a100, cost, None, unused=unused)
     assert kept.note == UNUSED_OFFER_NOTE
     assert (kept.cost_per_month, kept.saving_per_month, kept.status) == (cost, 0.0, "solved")

@@ -5,7 +5,8 @@ import pytest
 
 from solver.analysis import lever_groups, levers
 from solver.analysis.lever_edits import levers_for
-from solver.analysis.levers import LeverRun, solve_lever
+from solver.analysis.lever_solve import solve_lever
+from solver.analysis.levers import LeverRun
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from tests import synthetic

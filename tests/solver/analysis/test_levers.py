@@ -26,15 +26,8 @@ from solver.analysis.lever_edits import (
     more_prefix_hits,
 )
 from solver.analysis.lever_shares import MIN_SHARE_S, MIN_START_S, NONE_LEFT, Shares
-from solver.analysis.levers import (
-    NOT_STARTED,
-    LeverResult,
-    LeverRun,
-    base_is_better,
-    rank_levers,
-    rounding_note,
-    solve_lever,
-)
+from solver.analysis.lever_solve import NOT_STARTED, LeverResult, base_is_better, solve_lever
+from solver.analysis.levers import LeverRun, rank_levers, rounding_note
 from solver.analysis.paid import servers_bought
 from solver.candidates import pools
 from solver.decompose.by_workload import _given_start
@@ -333,7 +326,7 @@ def test_a_lever_started_from_the_base_plan_ends_at_the_same_cost(base):
 
 
 def test_a_lever_from_the_base_plan_asks_for_no_region_rows(base, monkeypatch):
-    # levers.REGION_ROWS off: a lever's search from the base plan works out no region
+    # lever_solve.REGION_ROWS off: a lever's search from the base plan works out no region
     # programs (chat-3region's ten levers alone 26.4 -> 17.8 CPU s); with no start, as a
     # base solve, its search has them
     from solver.decompose import by_workload
@@ -577,7 +570,7 @@ def test_a_horizon_plan_is_ranked_by_its_mean_month():
     without months by its cost per month."""
     from types import SimpleNamespace
 
-    from solver.analysis.levers import lever_cost
+    from solver.analysis.lever_solve import lever_cost
 
     horizon = SimpleNamespace(months=("m0", "m1", "m2"), horizon_cost=300.0, cost_per_month=50.0)
     assert lever_cost(horizon) == 100.0

@@ -1,5 +1,5 @@
 """The cover built without a solver (solver.decompose.cover) and the solves that keep it
-when the clock stopped every program before a plan (solver.decompose.region_join.covered,
+when the clock stopped every program before a plan (solver.decompose.regions.plan.covered,
 solver.decompose.by_workload.optimise)."""
 
 import time
@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 import solver.decompose.by_workload as by_workload
-import solver.decompose.region_join as region_join
+import solver.decompose.regions.join as region_join
+import solver.decompose.regions.plan as by_region
 import solver.solve as solve_module
 from models.io.loading import validate_instance
 from models.operations.scenarios import failure_scenarios
@@ -133,7 +134,7 @@ def test_regions_the_clock_stopped_take_the_cover(monkeypatch):
     _every_region_stopped(monkeypatch)
     _, program = _program("none")
     highs = get_backend("highs")
-    found = region_join.by_region(program, highs, EXACT, None, float("inf"))
+    found = by_region.by_region(program, highs, EXACT, None, float("inf"))
     cover = covering_plan(program.lp)
     assert found is not None and found.method is Method.BY_REGION
     assert found.covered == 3 and found.result.termination is Termination.FEASIBLE
@@ -169,8 +170,8 @@ def test_linked_regions_the_clock_stopped_leave_the_cover_to_the_end(monkeypatch
     _every_region_stopped(monkeypatch)
     _, program = _program("region")
     highs = get_backend("highs")
-    assert region_join.by_region(program, highs, EXACT, None, float("inf")) is None
-    found = region_join.covered(program, highs, None, EXACT, time.monotonic())
+    assert by_region.by_region(program, highs, EXACT, None, float("inf")) is None
+    found = by_region.covered(program, highs, None, EXACT, time.monotonic())
     assert found is not None and found.method is Method.COVERED
     assert plan_of(program.lp, found.result.values)
     cover = covering_plan(program.lp)
@@ -190,7 +191,7 @@ def test_the_cover_states_its_gap_against_the_regions_stopped_bound_where_higher
     stopped = region_join.region_join(program, highs, EXACT, None, float("inf")).stopped
     cover = covering_plan(program.lp)
     assert stopped is not None and cover.bound < stopped
-    found = region_join.covered(program, highs, None, EXACT, time.monotonic())
+    found = by_region.covered(program, highs, None, EXACT, time.monotonic())
     assert found.result.mip_gap == pytest.approx(relative_gap(cover.cost, stopped))
 
 

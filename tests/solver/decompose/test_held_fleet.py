@@ -22,6 +22,7 @@ from solver.settings import Deadline, SolveSettings
 from solver.solve import held_fleet, solve_program
 from solver.time import step
 from solver.time.day_choice import without_day
+from solver.time.held import HELD_PLAN_GAP, HELD_SHARE, planned_held
 from solver.time.horizon import Horizon
 from solver.time.periods import build_time_program
 from tests.solver.decompose.test_by_period import DAYS, _base, _data
@@ -114,8 +115,8 @@ def test_the_held_fleet_is_planned_within_its_share_and_named_by_committed_colum
     months.instance, months.table, months.held_fleet = _instance(), None, planned
     months.horizon = Horizon()
     committed = months._held_beside(settings)()
-    assert step.HELD_SHARE == 0.6
-    assert seen == [(pytest.approx(16.8), pytest.approx(10.8), step.HELD_PLAN_GAP, False)]
+    assert HELD_SHARE == 0.6
+    assert seen == [(pytest.approx(16.8), pytest.approx(10.8), HELD_PLAN_GAP, False)]
     assert committed.committed == {
         CommittedColumn("r1", "h100-sxm").name(): 16.0,
         CommittedColumn("r2", "h200").name(): 8.0,
@@ -138,12 +139,12 @@ def test_a_peak_no_fleet_can_serve_gives_no_held_fleet():
 def test_a_held_fleet_that_fails_leaves_the_rounds_without_it(caplog):
     """The held fleet only speeds the rounds up: a static plan that raises gives None (and a
     line in the debug log), not an error in the hourly solve."""
-    caplog.set_level(logging.DEBUG, logger=step.__name__)
+    caplog.set_level(logging.DEBUG, logger=planned_held.__module__)
 
     def failing(*_args):
         raise ValueError("boom")
 
-    assert step._planned_held(failing, _instance(), None, EXACT) is None
+    assert planned_held(failing, _instance(), None, EXACT) is None
     assert "no held fleet" in caplog.text
 
 
@@ -220,13 +221,13 @@ def test_no_held_fleet_thread_outlives_the_solve(monkeypatch):
     import threading
     import time
 
-    planned = step._planned_held
+    planned = step.planned_held
 
     def slow(*args):
         time.sleep(0.5)
         return planned(*args)
 
-    monkeypatch.setattr(step, "_planned_held", slow)
+    monkeypatch.setattr(step, "planned_held", slow)
     data = _base()  # without reserved prices: one program of every hour, solved whole
     for region in data["regions"]:
         for offer in region["supply"].values():

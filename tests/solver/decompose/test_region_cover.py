@@ -1,12 +1,12 @@
-"""The cover held at the regions' own plans (solver.decompose.region_lns.region_cover), the
-floored plan's fallback on it (solver.decompose.region_join._cheaper), and the cover
+"""The cover held at the regions' own plans (solver.decompose.regions.search.region_cover), the
+floored plan's fallback on it (solver.decompose.regions.plan._cheaper), and the cover
 within bounds that close pools (solver.decompose.cover)."""
 
 import pytest
 
 from solver.decompose.cover import covering_plan
-from solver.decompose.region_join import _cheaper, _stopped
-from solver.decompose.region_lns import held_at_own, region_cover
+from solver.decompose.regions.plan import _cheaper, _stopped
+from solver.decompose.regions.search import held_at_own, region_cover
 from solver.program.build import with_bounds
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, plan_of
 from tests.solver.decompose.test_cover import _one_pool

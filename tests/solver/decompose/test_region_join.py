@@ -1,7 +1,7 @@
-"""Whole servers by region (solver.decompose.region_join): the columns that link regions by
-hand, and on generated instances at the policy's defaults the regions' bound is at most
-the whole program's optimum, which is at most the cost of each plan the regions give
-(held routing, floored fleets), each of which holds every row of the whole."""
+"""Whole servers by region (solver.decompose.regions.join and .by_region): the columns that
+link regions by hand, and on generated instances at the policy's defaults the regions'
+bound is at most the whole program's optimum, which is at most the cost of each plan the
+regions give (held routing, floored fleets), each of which holds every row of the whole."""
 
 import math
 from dataclasses import replace
@@ -17,14 +17,9 @@ from solver.backends import get_backend
 from solver.candidates.table import build_candidates
 from solver.decompose.join_values import broken_rows
 from solver.decompose.region_bounds import region_of, region_programs
-from solver.decompose.region_join import (
-    by_region,
-    first_by_region,
-    floored,
-    linking_columns,
-    region_join,
-)
-from solver.decompose.region_lns import Searched
+from solver.decompose.regions.join import floored, linking_columns, region_join
+from solver.decompose.regions.plan import by_region, first_by_region
+from solver.decompose.regions.search import Searched
 from solver.program.build import build_program
 from solver.program.families.variables import ServedColumn
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
@@ -131,11 +126,12 @@ def test_independent_regions_get_the_whole_time_and_nothing_solved_after(monkeyp
     counted as FLOORED_ROUNDS = 2 more, 3 / (3 + 2) x 100 = 60 s."""
     import time
 
-    from solver.decompose import region_join as module
+    from solver.decompose.regions import join as module
+    from solver.decompose.regions import plan as plans
 
     monkeypatch.setattr(module, "_processes", lambda _programs, _integers: 1)
     program = _whole_servers(survive)
-    solved, floored, deadlines, floors = module._solved, module.floored, [], []
+    solved, floored, deadlines, floors = module._solved, plans.floored, [], []
 
     def solved_spied(backend, settings, lps, deadline, processes=None):
         deadlines.append(deadline - time.monotonic())
@@ -146,7 +142,7 @@ def test_independent_regions_get_the_whole_time_and_nothing_solved_after(monkeyp
         return floored(*args)
 
     monkeypatch.setattr(module, "_solved", solved_spied)
-    monkeypatch.setattr(module, "floored", floored_spied)
+    monkeypatch.setattr(plans, "floored", floored_spied)
     found = by_region(program, get_backend("highs"), EXACT, None, time.monotonic() + 100.0)
     assert found is not None
     independent = survive == "none"
@@ -161,7 +157,7 @@ def test_the_regions_plan_states_the_time_of_every_stage(monkeypatch):
     solved last: 0.2 s spent in the regions' stage shows in it."""
     import time
 
-    from solver.decompose import region_join as module
+    from solver.decompose.regions import plan as module
 
     program = _whole_servers("region")
     slow = module.region_join
@@ -217,7 +213,7 @@ def test_the_search_keeps_the_callers_bounds(monkeypatch):
     floored plan works within that bound (and within the pools config dominance
     removes), never on the unbounded program, so no freed region can bring the pool
     back."""
-    from solver.decompose import region_join as module
+    from solver.decompose.regions import plan as module
 
     program = _whole_servers("region")
     highs = get_backend("highs")
@@ -250,13 +246,13 @@ def test_the_regions_take_their_rounds_share_before_the_floored_program(regions,
     """The regions' programs run ceil(regions / processes) rounds; the floored program
     after them counts as FLOORED_ROUNDS = 2: 10 on one process 10 / 12, on two
     ceil(10 / 2) = 5 rounds, 5 / 7; 3 on two 2 / 4; one on four 1 / 3."""
-    from solver.decompose.region_time import bound_share
+    from solver.decompose.regions.timing import bound_share
 
     assert bound_share(regions, processes) == pytest.approx(share)
 
 
 def test_without_floored_rounds_the_regions_take_the_fixed_share(monkeypatch):
-    from solver.decompose import region_time as module
+    from solver.decompose.regions import timing as module
 
     monkeypatch.setattr(module, "FLOORED_ROUNDS", 0)
     assert module.bound_share(10, 1) == module.BOUND_SHARE
@@ -272,7 +268,7 @@ def test_a_region_without_a_plan_has_the_whole_programs_cover_before_the_floored
     every region's but the first, as if the clock stopped it."""
     import time
 
-    from solver.decompose import region_join as module
+    from solver.decompose.regions import plan as module
 
     program = _whole_servers("region")
     found = module.region_join(program, get_backend("highs"), EXACT, None, math.inf)
@@ -306,7 +302,7 @@ def test_a_region_without_a_plan_has_the_whole_programs_cover_before_the_floored
 def test_the_regions_start_only_where_each_gets_its_least_time():
     """REGION_MIN_S = 0.25 s each: 10 regions on one process need 10 x 0.25 = 2.5 s, on two
     ceil(10 / 2) = 5 rounds, 1.25 s; 20 on two 10 rounds, 2.5 s; no deadline, always."""
-    from solver.decompose.region_time import REGION_MIN_S, worth_starting
+    from solver.decompose.regions.timing import REGION_MIN_S, worth_starting
 
     assert REGION_MIN_S == 0.25
     assert worth_starting(10, 1, 2.5) and not worth_starting(10, 1, 2.4)
@@ -321,7 +317,7 @@ def test_regions_too_short_of_time_are_not_started_and_give_no_plan(monkeypatch)
     follows the regions) they are solved all the same."""
     import time
 
-    from solver.decompose import region_join as module
+    from solver.decompose.regions import join as module
 
     monkeypatch.setattr(module, "processes_for", lambda _programs: 1)
     solved = []

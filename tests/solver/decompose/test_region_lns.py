@@ -1,4 +1,4 @@
-"""The search over pairs of regions after the regions' join (solver.decompose.region_lns):
+"""The search over pairs of regions after the regions' join (solver.decompose.regions.search):
 a neighbourhood's program by hand, the search's moves on a hand-sized program whose
 optimum is worked out by hand, the merge of two neighbourhoods' plans, the same batches
 and plan whatever the machine's idle cores, each neighbourhood held to a node count
@@ -15,14 +15,14 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
-import solver.decompose.region_lns as region_lns
+import solver.decompose.regions.search as region_lns
 from models.io.loading import validate_instance
 from models.operations.scenarios import failure_scenarios
 from solver.backends import get_backend
 from solver.candidates.table import build_candidates
 from solver.decompose.join_values import broken_rows
-from solver.decompose.region_join import floored, region_join
-from solver.decompose.region_lns import (
+from solver.decompose.regions.join import floored, region_join
+from solver.decompose.regions.search import (
     AT_BOUND,
     TRY_NODES,
     _merged,

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-import solver.decompose.region_join as region_join
+import solver.decompose.regions.join as region_join
+import solver.decompose.regions.plan as by_region
 from models.io.loading import validate_instance
 from models.operations.scenarios import failure_scenarios
 from models.operations.site import node_gpus
@@ -61,7 +62,7 @@ def test_unproved_regions_still_give_the_floored_plan_with_its_gap(survive, monk
     program = _whole_servers_program(survive)
     highs = get_backend("highs")
     whole = highs.run(program.lp, EXACT)
-    found = region_join.by_region(program, highs, EXACT, None, float("inf"))
+    found = by_region.by_region(program, highs, EXACT, None, float("inf"))
     assert found is not None and found.method is Method.BY_REGION
     assert found.result.termination is Termination.FEASIBLE
     values = found.result.values

@@ -1,7 +1,7 @@
 """What the limit on configurations per pool costs an hourly plan: `explain` re-solves
 its periods program with the configs_per_pool rows of every period and the day's
 configs_per_day rows dropped
-(solver.time.alternatives, solver.time.step.resolve_lifted).
+(solver.time.alternatives, solver.time.alternatives.resolve_lifted).
 
 Hand case: one region, one workload of an 8B model KV-bound on H100 ($2.0/GPU-hour,
 q_X requests/s a replica) and H200 ($2.6, q_Y = 1.135 q_X), one GPU a replica, rented
@@ -37,8 +37,7 @@ from models.io.loading import validate_instance
 from solver.analysis import explain as explain_module
 from solver.analysis.explain import explain_solved
 from solver.solve import SolveSettings, solve_program
-from solver.time.alternatives import configs_limit_rows, without_configs_limit
-from solver.time.step import resolve_lifted
+from solver.time.alternatives import configs_limit_rows, resolve_lifted, without_configs_limit
 from tests.solver.time.test_hour_prices import _lone_rps
 from tests.solver.time.test_hourly_explain import LEVEL_BY_HOUR, PROFILE
 

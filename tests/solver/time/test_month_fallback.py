@@ -1,6 +1,6 @@
 """Every month that ends with a plan leaves its fleet to the month after it: where that
 month's share ends without a plan and it has no static plan of its own, it answers with
-the fleet of the month before's plan, grown to its demand (solver.time.step.plan_fleet,
+the fleet of the month before's plan, grown to its demand (solver.time.held.plan_fleet,
 PeriodsStep.fallback, grown_fleet), stopped at the limit with its gap, verified; before,
 a month that solved on its own left nothing (its held fleet was only set where the
 rounds asked for it) and the month after ended the run with exit 4.
@@ -18,7 +18,7 @@ from solver.program.families.variables import PoolUsedColumn
 from solver.program.row_names import ReplicasColumn, timed_name
 from solver.settings import SolveSettings
 from solver.solve import solve_program
-from solver.time.step import grown_fleet, plan_fleet
+from solver.time.held import grown_fleet, plan_fleet
 from solver.verify.hours import verify_hours
 from tests.solver.time.test_stopped_months import (
     _month_1_stopped_without_its_fleet,

@@ -24,6 +24,7 @@ from solver.program.row_names import ReplicasColumn
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from solver.time import months, shares, step
+from solver.time.held import grown_fleet
 from solver.time.horizon import Horizon
 from solver.time.prices import UNPRICED_NOTE
 from solver.verify.hours import verify_hours
@@ -231,11 +232,11 @@ def test_the_month_befores_pools_grow_by_the_growth_between_the_months():
     used = PoolUsedColumn("chat", "c", "r1").name()
     step_at = PoolAtLeastColumn("chat", "c", "r1", 2).name()
     held = Held({}, {pool: 5.0, used: 1.0, step_at: 1.0}, month=2)
-    grown = step.grown_fleet(held, inst, 4)
+    grown = grown_fleet(held, inst, 4)
     assert math.ceil(5 * 1.1**2) == 7
     assert grown.grown == {pool: 7.0, used: 1.0}
     assert grown.layout == held.layout and grown.late_layout == grown.grown
-    assert step.grown_fleet(held, inst, 2) is held
+    assert grown_fleet(held, inst, 2) is held
     assert held.late_layout == held.layout
 
 
@@ -324,13 +325,13 @@ def test_a_month_that_held_its_fallback_hands_it_on_as_planned_not_grown_again()
     inst = validate_instance(_months(6, 0.01), "periods.yaml")
     pool = ReplicasColumn("chat", "c", "r1").name()
     used = PoolUsedColumn("chat", "c", "r1").name()
-    held = step.grown_fleet(Held({}, {pool: 2.0, used: 1.0}, month=2), inst, 3)
+    held = grown_fleet(Held({}, {pool: 2.0, used: 1.0}, month=2), inst, 3)
     assert held.grown == {pool: 3.0, used: 1.0}
     month_3 = step.PeriodsStep.__new__(step.PeriodsStep)
     month_3.horizon, month_3.held_found = Horizon(month=3, months=6), held
     month_3.values = {f"{pool}@t00": 3.0, f"{pool}@t12": 2.0, f"{used}@t00": 1.0}
     assert month_3.fallback is held
-    assert step.grown_fleet(month_3.fallback, inst, 4).grown[pool] == math.ceil(2 * 1.01**2) == 3
+    assert grown_fleet(month_3.fallback, inst, 4).grown[pool] == math.ceil(2 * 1.01**2) == 3
     month_3.values = {f"{pool}@t00": 4.0, f"{used}@t00": 1.0}
     own = month_3.fallback
     assert own is not held and own.month == 3 and own.layout[pool] == 4.0

@@ -18,7 +18,7 @@ from solver.analysis.lever_edits import (
     supply_edit,
     time_levers,
 )
-from solver.analysis.levers import solve_lever
+from solver.analysis.lever_solve import solve_lever
 from solver.simulate import effects
 from tests.solver.time.test_whole_servers import (
     DAYS,
@@ -117,7 +117,7 @@ def test_interactive_spot_relaxes_the_question(hourly):
     """`interactive spot (99%)` only lets interactive pools run spot replicas (a pool
     with none is held to no more than before), so every plan of the instance is one of
     the lever's at the same cost: the base plan verifies under it at 422.4 $/day. Such a
-    lever starts from the base plan and never reads dearer than it (levers.base_is_better);
+    lever starts from the base plan and never reads dearer than it (lever_solve.base_is_better);
     it was not marked so, and `explain --levers` on diurnal-chat-batch read 'interactive
     spot (99%)' at $27,764/month, saving -$784, beside a base of $26,981 (its re-solve
     stopped by its share, gap 18.9%)."""

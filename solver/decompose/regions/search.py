@@ -1,5 +1,5 @@
 """A plan of the whole program improved a few regions at a time: a large-neighbourhood
-search after the regions' join (solver.decompose.region_join).
+search after the regions' join (solver.decompose.regions.join).
 
 Given a plan y of the whole program and a set S of regions, the neighbourhood program
 N_S(y) keeps the columns of S's regions (solver.decompose.region_bounds.region_of) free
@@ -15,7 +15,7 @@ values on S are one plan of N_S(y) (the search starts there). Its cost is the wh
 cost of y less y's cost in S plus N_S's, so a cheaper N_S plan is a cheaper plan.
 
 Where the regions' join is dear: each region's own program buys whole servers for its
-own users, and the plan floored at those fleets (solver.decompose.region_join.floored)
+own users, and the plan floored at those fleets (solver.decompose.regions.join.floored)
 adds what the failover scenarios need on top (whole servers of the type a region has
 bought, its spare GPUs filled with replicas for the lost regions' users), where a plan
 that changes the servers of two regions at once may cost less: one region buys a
@@ -77,7 +77,7 @@ pools where a failover (Hall) row is short, one replica at a time, a replica on 
 already paid for first. Its program is the whole with bounds only (a restriction), so
 its plan is a plan of the whole, checked against every row as any cover's. It is built
 where the clock stopped the floored program (or left it no time), and the cheaper of the
-two is kept (solver.decompose.region_join.by_region); a 60 s run under load (seed 0)
+two is kept (solver.decompose.regions.plan.by_region); a 60 s run under load (seed 0)
 ended at $702,727 (gap 4.3%) where main's floored plan, stopped, was $1,707,207.
 Measured on the 10 x 20 x 6 region-loss instance at the defaults, seeds 0, 1, 2 (the
 regions' programs solved to 0.1%): the cover alone $747,754, $787,407, $850,538; held
@@ -249,7 +249,7 @@ def search(
     good_enough: float = -math.inf,
 ) -> Searched:
     """The module docstring's search on `lp` from the plan `values`, regions ranked
-    against their own programs' bounds (`rows`: solver.decompose.region_join's), until
+    against their own programs' bounds (`rows`: solver.decompose.regions.join's), until
     the `deadline` (a time.monotonic() reading), a cost at most `good_enough`, or every
     neighbourhood tried since the last improvement. Every plan it returns holds every
     row of `lp`."""

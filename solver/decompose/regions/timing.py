@@ -1,4 +1,4 @@
-"""The time of the regions' stage (solver.decompose.region_join.by_region) where the floored
+"""The time of the regions' stage (solver.decompose.regions.plan.by_region) where the floored
 program follows the regions' own programs (rows link regions): the share of the stage the
 regions' programs take (`bound_share`), and whether that share is worth starting them
 in at all (`worth_starting`).
