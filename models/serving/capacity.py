@@ -168,11 +168,14 @@ def pooling_can_lift(
     (`policy.credit_tpot_pooling`) when the p99 TPOT stops it (`tpot`, or a decode
     side's `interconnect`: a TPOT edge named after its all-reduces).
 
-    A TPOT-limited capacity rises with the pool, but by little (the batch a reply lives
-    through spreads as 1 / sqrt(n), `models.serving.batch_model.BatchModel.batch_high`: 3-18%
-    from a lone replica to a pool of 16). The program credits it as it credits a
-    TTFT-limited one (`policy.credit_tpot_pooling`, on by default), so that the credit at
-    every pool size never falls when a target loosens: a lone replica that is TTFT-limited
+    A TPOT-limited capacity rises with the pool, but by little (a slowed replica is sent
+    fewer prompts and a congestion is shared over the pool's lanes,
+    `models.serving.tail.reply_life`, "Pools"; the batch a reply lives through spreads as
+    1 / sqrt(n), `models.serving.batch_model.BatchModel.batch_high`: 13-26% from a lone
+    replica to a pool of 8 for tests/models/serving/test_pool_slo.py's TPOT-limited ones).
+    The program credits it as it credits a TTFT-limited one (`policy.credit_tpot_pooling`,
+    on by default), so that the credit at every pool size never falls when a target
+    loosens: a lone replica that is TTFT-limited
     has a ladder whose every size includes the TPOT's pooling, and a looser TTFT target
     that leaves the same replica TPOT-limited must keep it (issue 35: credited flat at
     q(1), chat TTFT 1000 -> 1200 -> 1500 ms cost more at each step). The verifier checks

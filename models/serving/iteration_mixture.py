@@ -106,9 +106,9 @@ _HERMITE_WEIGHTS = (
 _HERMITE_POINTS = tuple(zip(_HERMITE_NODES, _HERMITE_WEIGHTS, strict=True))
 """The rule's (node, weight) pairs."""
 PREFILL_SHARE_CAP = 0.9
-"""Largest prefill share rho of the iteration time the busy-period stretch
-1 / (1 - rho)^2 of a reply's variance is taken at (`BatchModel.tpot_p99_s`): beyond it
-the token budget, not the stretch, is what stops the batch."""
+"""Largest prefill share rho of the iteration time a reply's life is taken at
+(`models.serving.tail.reply_life`, through `BatchModel.tpot_p99_s`): beyond it the token
+budget, not the busy period, is what stops the batch."""
 POISSON_TAIL = 1e-12
 """Poisson mass left out of `poisson_points` (its weights are renormalised). Small enough
 that a term joining the sum as the mean grows moves the mixture by ~1e-12, not by a step
@@ -139,6 +139,16 @@ def poisson_points(mean: float) -> list[tuple[float, float]]:
         return normal
     w = (mean - POISSON_EXACT_MEAN) / (POISSON_NORMAL_MEAN - POISSON_EXACT_MEAN)
     return [(v, (1 - w) * p) for v, p in _poisson_terms(mean)] + [(v, w * p) for v, p in normal]
+
+
+def lognormal_points(mean: float, scv: float) -> list[tuple[float, float]]:
+    """(value, probability) points of a lognormal law of mean `mean` and squared cv `scv`
+    at the 9 Gauss-Hermite nodes in its log (the mean alone where `scv` is 0)."""
+    if scv <= 0:
+        return [(mean, 1.0)]
+    sigma = math.sqrt(math.log1p(scv))
+    log_mean = math.log(mean) - sigma * sigma / 2
+    return [(math.exp(log_mean + sigma * node), weight) for node, weight in _HERMITE_POINTS]
 
 
 def _poisson_terms(mean: float) -> list[tuple[float, float]]:

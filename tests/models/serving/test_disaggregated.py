@@ -247,7 +247,9 @@ def test_the_planners_disaggregated_pools_where_comparable():
     }
     assert prefill.max_rate == pytest.approx(p_count * offline[Role.PREFILL].requests_per_s)
     mean_prompt = workload.prompt_tokens.mean_tokens
-    assert kv_bytes / link == pytest.approx(kv_transfer_s(pre.config, mean_prompt, pre.efficiency))
+    # over the slower side's NICs (the pair's link is the smaller of the two)
+    slower_s = max(kv_transfer_s(s.config, mean_prompt, s.efficiency) for s in (pre, dec))
+    assert kv_bytes / link == pytest.approx(slower_s)
     output = mix.output_mean_tokens
     demand = workload.demand["us-east"].peak_requests_per_s
     planned = operating_point(dec, demand / d_count)

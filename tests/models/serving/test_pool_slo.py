@@ -74,9 +74,10 @@ def exceedance(values: np.ndarray, threshold_s: float) -> tuple[float, float]:
     return float(above.mean()), float(np.std(shares, ddof=1) / math.sqrt(BATCHES))
 
 
-def _pool_at_capacity(case: str, replicas: int, dispatch: str):
+def _pool_at_capacity(case: str, replicas: int, dispatch: str, measured: float | None = None):
     """The pool of `replicas` run at n x q(n) requests/s (q(n) the planner's capacity per
-    replica in a pool of n); returns (analytic latency at that load, TTFTs, TPOTs)."""
+    replica in a pool of n) for `measured` seconds after the warm-up (default
+    `measured_s`); returns (analytic latency at that load, TTFTs, TPOTs)."""
     config, (prompt, prompt_p99, output, output_p99), targets = CASES[case]
     prompts = TokenDistribution(mean=prompt, p99=prompt_p99)
     outputs = TokenDistribution(mean=output, p99=output_p99)
@@ -89,7 +90,7 @@ def _pool_at_capacity(case: str, replicas: int, dispatch: str):
     )
     engine = plain_engine(config, mix, efficiency)
     rng = np.random.default_rng(replicas)
-    duration_s = WARMUP_S + measured_s(replicas)
+    duration_s = WARMUP_S + (measured_s(replicas) if measured is None else measured)
     arrivals = arrival_times_s(replicas * capacity.requests_per_s, duration_s, 1.0, rng)
     trace = simulate_pool(
         engine,
@@ -137,8 +138,11 @@ def test_a_lone_replica_planned_at_capacity_keeps_the_promised_p99_tpot(case):
 
 
 def test_a_router_blind_to_queued_prompts_misses_the_promised_ttft():
-    """The b200 pool of 4 behind `jsq` (fewest outstanding requests): more than 1% of the
-    requests exceed the analytic p99 TTFT, by more than 3 standard errors."""
-    analytic, ttft_s, _ = _pool_at_capacity("b200 tp1", 4, "jsq")
+    """The b200 pool of 4 behind `jsq` (fewest outstanding requests), 20 minutes: more
+    than 1% of the requests exceed the analytic p99 TTFT, by more than 3 standard errors
+    (1.80% +- 0.19%). At 10 minutes it was 4.1 standard errors at q(4) = 3.424 requests/s
+    and 2.5 (1.57% +- 0.22%) at the 3.513 of the reply's life
+    (`models.serving.tail.reply_life`)."""
+    analytic, ttft_s, _ = _pool_at_capacity("b200 tp1", 4, "jsq", MEASURED_S)
     share, se = exceedance(ttft_s, analytic.ttft_p99_s)
     assert share > 0.01 + 3 * se

@@ -1,8 +1,8 @@
-"""The p99 TPOT's two pool-dependent terms (`models.serving.batch_model.BatchModel.tpot_p99_s`):
-the busy-period stretch of a reply's spread, and the batch a reply lives through, whose
-spread over the replicas of a pool narrows as 1 / sqrt(n). Hand arithmetic where the
-formula is closed, properties where it is not; the simulator checks lie in
-tests/models/serving/test_pool_slo.py."""
+"""The p99 TPOT's pool-dependent terms (`models.serving.batch_model.BatchModel.tpot_p99_s`):
+the batch a reply lives through, whose Poisson spread over the replicas of a pool narrows
+as 1 / sqrt(n), and a reply's life in a pool (`models.serving.tail.reply_life`, "Pools"; its
+own tests in test_reply_life.py). Hand arithmetic where the formula is closed, properties
+where it is not; the simulator checks lie in tests/models/serving/test_pool_slo.py."""
 
 import math
 
@@ -52,31 +52,11 @@ def _model(pool: float, mix=CHAT, role: Role = Role.UNIFIED) -> BatchModel:
     return BatchModel(steps, MixTokens.of(mix), role, 0.0, 0.0, pool)
 
 
-def test_the_busy_stretch_by_hand():
-    """t_0 = 10 ms of a 20 ms mean iteration: rho = 1 - 10 / 20 = 0.5, so a lone replica's
-    reply variance is stretched 1 / (1 - 0.5)^2 = 4 times; in a pool of n only the 1/n
-    share of the arrivals feeds it: 1 + (4 - 1) / n = 2.5 at n = 2, 1.75 at n = 4, and
-    1 (no stretch) in an unlimited pool."""
-    mixture = IterationMixture(0.020, 0.020**2 * 1.3, 0.4, 0.010)
-    assert mixture.prefill_share == pytest.approx(0.5)
-    for pool, stretch in ((1, 4.0), (2, 2.5), (4, 1.75), (UNLIMITED_POOL, 1.0)):
-        assert _model(pool).busy_stretch(mixture) == pytest.approx(stretch, rel=1e-12)
-
-
-def test_a_decode_replica_has_no_prompts_to_stretch():
-    """A decode iteration is all decode (t = t_0): rho = 0 and the stretch is 1."""
-    model = _model(1, role=Role.DECODE)
-    mixture = model.mixture(40.0)
-    assert mixture.prefill_share == 0.0
-    assert model.busy_stretch(mixture) == 1.0
-
-
 def test_the_prefill_share_is_capped():
-    """A mixture all but all prefill (t_0 / t = 1e-6) is taken at rho = 0.9, a stretch of
-    1 / 0.1^2 = 100, not 1e12: beyond it the token budget stops the batch."""
+    """A mixture all but all prefill (t_0 / t = 1e-6) is taken at rho = 0.9, not
+    1 - 1e-6: beyond it the token budget, not the busy period, stops the batch."""
     mixture = IterationMixture(1.0, 1.0, 1.0, 1e-6)
     assert mixture.prefill_share == PREFILL_SHARE_CAP
-    assert _model(1).busy_stretch(mixture) == pytest.approx(1 / (1 - PREFILL_SHARE_CAP) ** 2)
 
 
 @pytest.mark.parametrize("mix", [CHAT, LONG_PROMPT])

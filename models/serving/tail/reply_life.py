@@ -1,0 +1,228 @@
+"""The p99 TPOT of a unified replica as the life of a reply (`ReplyLife`), the prompts'
+prefill work it meets as a whole-prompt compound Poisson sum (the model is summarised in
+the `models.serving.batch_model` docstring, "TPOT").
+
+A reply of m iterations after its first token lives
+    T = sum of its m iterations = m t_0(B_T) + U + A(T)
+(work conservation: every iteration is the decode step of the batch it runs at plus the
+prompt tokens riding in it), where
+- t_0(B_T) is the decode step at the batch B_T the reply lives through;
+- U is the prompt work queued behind the reply when its first token comes out: first come
+  first served, it is the work that arrived while the reply waited, all of it prefilled
+  in the reply's life;
+- A(T) is the prefill work of the prompts that reach the replica while the reply lives,
+  each prompt whole: a prompt longer than the token budget L is prefilled in consecutive
+  iterations of the same reply (chunks of L), so the reply meets its whole work at once.
+  Taking a reply's iterations as independent draws of the iteration mixture (what the
+  model did before) splits such a prompt into independent full-lane iterations, and a
+  reply meets the variance of the chunks, not of the prompt: the 8B's 4,000 / p99
+  16,000-token prompts put 8.5% of the prompts past an 8,192-token lane and 1.35x the
+  variance in them.
+T is a busy period: a reply that meets more prompt work lives longer and meets more. A
+reply's p99 life T99 is where
+    P(U + A(T) > T - m t_0(B_T)) = 1%
+(the probability that the work it met exceeds the room its life leaves beside its own
+decode steps; a slower reply has more room, and T99 is found by bisection). Over a fixed
+window this is an upper bound of the busy period's exceedance, which asks that the work
+stayed ahead at every moment of the life, not only at its end.
+
+The prompt work. Prompts reach a lone replica at rate lambda (Poisson), each bringing
+s = c(P) (t(min(P, L)) - t_0) seconds of prefill beyond the decode step (c(P) = max(1,
+P / L) iterations), lambda E[s] = rho the prefill share of the iteration time (taken from
+the iteration mixture, which counts prompts sharing an iteration's weight read, so E[s]
+and E[s^2] are scaled to it). In T, N ~ Poisson(lambda T) prompts arrive: A has an atom
+P(N = 0) = e^-lambda T and, given N >= 1, mean lambda T E[s] / (1 - e^-lambda T) and
+second moment (lambda T E[s^2] + (lambda T E[s])^2) / (1 - e^-lambda T). The atom is what
+makes a short reply's p99 the bare decode step where a prompt joins fewer than 1% of
+replies (a 2-token reply at 0.1 requests/s meets a prompt in 0.6% of them: its p99 TPOT
+is t_0, 7.9 ms for 70B on H100 TP8, where the normal law of the iteration mixture at the
+tail batch said 50 ms); given N >= 1 the work is taken as lognormal of those moments
+(right-skewed as the compound sum is; near one prompt its law is the prompt's own,
+lognormal, and with many prompts its skew, 3 cv + cv^3 for cv the sum's, exceeds the
+sum's E[s^3] / (E[s^2]^1.5 sqrt(lambda T)): the conservative side).
+
+The backlog U. The work a departing prompt leaves behind is that of the prompts that
+arrived during its sojourn; the number a departure leaves behind has the law arrivals
+find (M/G/1), so U is taken with the law of the lane's wait in queue (the M/G/c wait of
+the pool the TTFT uses, `models.serving.queueing`): 0 with probability 1 - C (C the
+Erlang C probability of waiting, rho for one lane), else exponential of mean
+E[W_q] / C, E[W_q] the Allen-Cunneen mean with the whole prompts' work as the service.
+
+The batch. A reply in the tail lives through a congestion that slows every sequence on
+the replica alike: the batch grows until as many requests finish as start, and by
+Little's law the sequences in flight at a mean gap tau are B_T = lambda O tau = B tau /
+t(B) (at tau = t(B), B). So the decode step at the tail is t_0(B tau / t), longer than at
+B, and the longer steps hold the replies longer still: the 8B on long prompts lives its
+top 1% of replies at a batch of 75 against a mean of 20 in the simulator, at a p99 TPOT
+of 69 ms where lambda O tau gives 68. t_0 is taken affine in the batch, through its
+values at B and 2B (weights read once, each sequence's KV: a dense model's decode step is
+affine; an MoE's expert reads make it concave, below that secant between B and 2B and
+above it beyond).
+
+Pools. Behind a router that sends each request to the replica with the least prompt work
+queued (`models.serving.queueing.pooled_wait_p99_s`), a replica's prompts arrive as two
+limits bound them:
+- whole prompts at lambda, a slowed replica sent fewer: the 1/n share of the pool's
+  arrivals feeds the extra life of a slowed reply and its batch (n = 1: all of it), so
+  arrivals come over T_n = m t + (T - m t) / n and B_T = B + (B tau / t - B) / n. This
+  is the short-window limit: a prompt lands whole on one replica;
+- the pool's work evened over its n lanes: in a congestion least-work-left dispatch
+  raises every replica's backlog alike, so each lane meets 1/n of the pool's work (n
+  lambda prompts a second, each 1/n of a prompt's work: the same mean, 1/n of the
+  variance), and every replica is slowed together: the whole feedback, B_T = B tau / t.
+  The long-window limit.
+Each is optimistic in the other's regime (measured in the simulator, at the capacity the
+earlier model planned: the 8B's long prompts in a pool of 4, O = 100: 38 ms by the
+first, 58 by the second, 60 simulated; 70B on B200 in a pool of 37, replies 60 / p99
+250: 58 by the first, 36 by the second, 52 simulated), so the p99 is the larger of the
+two. For n = 1 they are one law.
+
+Assumptions: arrivals Poisson; prefill ahead of decode in every iteration (the engine
+fills the lane beside the decode tokens); the lane's cap, a reply's iteration never
+longer than a full lane at its batch, bounds tau from above; replies whose lengths spread
+with cv_o count m (1 + cv_o^2) (E[1/m], lognormal lengths) iterations' worth of spread.
+Not modelled: in a large pool a short reply meets no prompt at all, since the router
+sends the next request to a replica with fewer in flight (a 2-token reply in a pool of
+37 measures the bare decode step; the first limit prices a whole prompt in 2.5% of them).
+"""
+
+import math
+from dataclasses import dataclass
+
+from models.serving.queueing import erlang_c, mgc_mean_wait_s
+
+TAIL = 0.01
+"""The share of replies above the p99."""
+BISECTIONS = 48
+"""Halvings of the bracket [t(B), full lane] of the mean gap at the p99 (in its log:
+a relative precision of ~1e-14)."""
+
+
+@dataclass(frozen=True)
+class ReplyLife:
+    """What the p99 of a reply's mean gap depends on (module docstring), at mean batch B."""
+
+    iterations: float
+    """m: the reply's iterations after its first token (lengths' spread folded in)."""
+    batch: float
+    """B: the mean batch."""
+    mean_s: float
+    """t(B): the mean iteration."""
+    decode_s: float
+    """t_0(B): the decode step."""
+    decode_slope_s: float
+    """dt_0/dB: the decode step's growth per sequence."""
+    full_lane_s: float
+    """An iteration with a full lane of prompt tokens at B."""
+    rate: float
+    """lambda: prompts reaching the replica a second."""
+    work_s: float
+    """E[s]: one prompt's prefill beyond the decode step, whole (lambda E[s] = rho)."""
+    work_square_s2: float
+    """E[s^2]."""
+    pool: float
+    """n: replicas behind the router (math.inf: unlimited)."""
+
+    @property
+    def prefill_share(self) -> float:
+        """rho = lambda E[s]."""
+        return self.rate * self.work_s
+
+    def backlog(self) -> tuple[float, float]:
+        """(E[U], P(U > 0)): the prompt work queued behind a reply at its first token,
+        with the law of the pool's wait in queue (module docstring)."""
+        rho = self.prefill_share
+        if rho <= 0 or math.isinf(self.pool):
+            return 0.0, 0.0
+        servers = max(int(self.pool), 1)
+        scv = max(self.work_square_s2 / self.work_s**2 - 1.0, 0.0)
+        mean_s = mgc_mean_wait_s(servers * self.rate, self.work_s, scv, servers)
+        return mean_s, erlang_c(servers, servers * rho)
+
+    def tail_s(self) -> float:
+        """The mean gap of the p99 reply: the larger of the two limits' (module
+        docstring, "Pools"), never below t(B) nor above a full lane."""
+        backlog = self.backlog()
+        alone = self._tail_s(backlog, pooled=False)
+        if self.pool == 1:
+            return alone
+        return max(alone, self._tail_s(backlog, pooled=True))
+
+    def _tail_s(self, backlog: tuple[float, float], pooled: bool) -> float:
+        """The root tau of `_excess` on [t(B), the full lane at B_T], by bisection."""
+        low, high = self.mean_s, self._lane_cap_s(pooled)
+        if high <= low or self._excess(low, backlog, pooled) <= 0:
+            return low
+        if self._excess(high, backlog, pooled) > 0:
+            return high
+        for _ in range(BISECTIONS):
+            middle = math.sqrt(low * high)
+            if self._excess(middle, backlog, pooled) > 0:
+                low = middle
+            else:
+                high = middle
+        return high
+
+    def _feedback(self, pooled: bool) -> float:
+        """The share of a slowed reply's extra life fed with arrivals and batch: 1 where
+        the pool's work is evened over its lanes (or one replica), else 1/n."""
+        return 1.0 if pooled else 1.0 / self.pool
+
+    def _lane_cap_s(self, pooled: bool) -> float:
+        """tau with every iteration a full lane at B_T: tau = t_L + t_0' (B_T - B),
+        B_T - B = f B (tau / t - 1), solved for tau."""
+        grow = self.decode_slope_s * self.batch * self._feedback(pooled)
+        return (self.full_lane_s - grow) / max(1.0 - grow / self.mean_s, 1e-9)
+
+    def _excess(self, gap_s: float, backlog: tuple[float, float], pooled: bool) -> float:
+        """P(U + A(T) > T - m t_0(B_T)) - 1% at a mean gap tau, T = m tau."""
+        feedback = self._feedback(pooled)
+        life_s = self.iterations * gap_s
+        extra_batch = feedback * self.batch * (gap_s / self.mean_s - 1.0)
+        own_s = self.iterations * (self.decode_s + self.decode_slope_s * extra_batch)
+        room_s = life_s - own_s
+        if room_s <= 0:  # P(U + A > 0): 1 with any prompts
+            return (1.0 if self.prefill_share > 0 else 0.0) - TAIL
+        mean_life_s = self.iterations * self.mean_s
+        if pooled:  # n lambda prompts a second over T, each 1/n of a prompt's work
+            arrivals = self.rate * life_s
+            count = arrivals * self.pool
+            work_s = arrivals * self.work_s
+            work_var_s2 = arrivals * self.work_square_s2 / self.pool
+        else:  # whole prompts at lambda, the extra life fed at the 1/n share
+            arrivals = self.rate * (mean_life_s + feedback * (life_s - mean_life_s))
+            count = arrivals
+            work_s = arrivals * self.work_s
+            work_var_s2 = arrivals * self.work_square_s2
+        return exceedance(room_s, count, work_s, work_var_s2, *backlog) - TAIL
+
+
+def exceedance(
+    room_s: float,
+    count: float,
+    work_s: float,
+    work_var_s2: float,
+    backlog_s: float,
+    backlog_share: float,
+) -> float:
+    """P(U + A > room): A the prefill work of Poisson(`count`) prompts (mean `work_s`,
+    variance `work_var_s2`), U the backlog (0 with probability 1 - `backlog_share`, else
+    exponential of mean `backlog_s` / `backlog_share`). No prompt (e^-count): U alone;
+    at least one: U + A lognormal of its conditional mean and variance (module
+    docstring)."""
+    backlog_var_s2 = 0.0
+    above_backlog = 0.0
+    if backlog_s > 0 and backlog_share > 0:
+        backlog_var_s2 = backlog_s**2 * (2.0 / backlog_share - 1.0)
+        above_backlog = backlog_share * math.exp(-room_s * backlog_share / backlog_s)
+    if count <= 0 or work_s <= 0:
+        return above_backlog
+    some = -math.expm1(-count) if math.isfinite(count) else 1.0  # P(N >= 1)
+    mean_s = backlog_s + work_s / some
+    second_s2 = (work_var_s2 + work_s**2) / some
+    var_s2 = max(backlog_var_s2 + second_s2 - (work_s / some) ** 2, (1e-9 * mean_s) ** 2)
+    sigma2 = math.log1p(var_s2 / mean_s**2)
+    sigma = math.sqrt(sigma2)
+    z = (math.log(room_s / mean_s) + sigma2 / 2) / sigma
+    above_work = 0.5 * math.erfc(z / math.sqrt(2.0))
+    return (1.0 - some) * above_backlog + some * above_work

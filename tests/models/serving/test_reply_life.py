@@ -1,0 +1,160 @@
+"""The p99 TPOT as a reply's life (`models.serving.tail.reply_life`): the exceedance law by hand,
+a prompt's whole prefill work by hand, the atom that keeps a short reply at the decode
+step, and properties of `BatchModel.tpot_p99_s` (never below the mean gap, rising with
+the prompt length at a fixed batch). The simulator's side: tests/models/serving/
+test_pool_slo.py and tests/bench/test_short_reply_tpot_bench.py."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from models.physics.catalog import gpu, llm
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.schema.traffic import TokenDistribution
+from models.serving.batch_model import BatchModel
+from models.serving.replica import MixTokens, ReplicaConfig, Role, TrafficMix
+from models.serving.replica_layout import replica_step_model
+from models.serving.tail.reply_life import ReplyLife, exceedance
+
+FP8 = Precision.FP8
+
+
+def _phi_above(z: float) -> float:
+    """P(Z > z), Z standard normal."""
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def test_the_exceedance_by_hand():
+    """Two prompts expected (count 2), each s of mean 50 ms and E[s^2] = 2 x 50^2 ms^2,
+    no backlog. P(N >= 1) = 1 - e^-2 = 0.864665; given it the work has mean
+    0.1 / 0.864665 = 0.115651 s and second moment (2 x 0.005 + 0.1^2) / 0.864665 =
+    0.0231303 s^2, variance 0.0231303 - 0.115651^2 = 0.0097551; lognormal sigma^2 =
+    ln(1 + 0.0097551 / 0.115651^2) = 0.547744. At the room of its mean, z = sigma / 2:
+    P = 0.864665 x P(Z > 0.370047) = 0.864665 x 0.355676 = 0.307540."""
+    some = 1 - math.exp(-2.0)
+    mean = 0.1 / some
+    variance = (2 * 0.005 + 0.1**2) / some - mean**2
+    sigma = math.sqrt(math.log1p(variance / mean**2))
+    by_hand = some * _phi_above(sigma / 2)
+    assert by_hand == pytest.approx(0.307540, abs=1e-6)
+    assert exceedance(mean, 2.0, 0.1, 2 * 0.005, 0.0, 0.0) == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_the_backlog_alone_by_hand():
+    """No prompt arrives (count 0): only the backlog U, waiting with probability C = 0.5
+    and exponential beyond of mean E[U] / C = 20 ms / 0.5 = 40 ms: P(U > 40 ms) =
+    0.5 e^-1 = 0.183940."""
+    assert exceedance(0.040, 0.0, 0.0, 0.0, 0.020, 0.5) == pytest.approx(0.5 * math.exp(-1))
+
+
+def _life(**fields) -> ReplyLife:
+    """A reply of 99 iterations at B = 10: t_0 = 10 ms, t(B) = 20 ms (rho = 0.5 at
+    lambda = 10 prompts/s of 50 ms each), a full lane 200 ms, a lone replica."""
+    base = dict(
+        iterations=99.0,
+        batch=10.0,
+        mean_s=0.020,
+        decode_s=0.010,
+        decode_slope_s=0.0,
+        full_lane_s=0.200,
+        rate=10.0,
+        work_s=0.050,
+        work_square_s2=2 * 0.050**2,
+        pool=1.0,
+    )
+    return ReplyLife(**(base | fields))
+
+
+def test_a_short_reply_that_meets_a_prompt_in_under_one_percent_is_the_decode_step():
+    """A 2-token reply (one gap) at 0.1 prompts/s with no backlog: it lives t = 7.9 ms
+    and meets a prompt with probability 1 - e^-(0.1 x 0.0079) = 0.08% < 1%, so its p99
+    gap is the mean gap (the fuzz28 case: the normal law at the tail batch said 50 ms
+    where the simulator measures 7.87)."""
+    life = _life(
+        iterations=1.0, batch=0.001, mean_s=0.0079, decode_s=0.0078, rate=0.1, work_s=0.001
+    )
+    assert life.backlog() == pytest.approx((0.1 * 2 * 0.05**2 / 2 / (1 - 0.0001), 0.0001))
+    assert life.tail_s() == pytest.approx(0.0079, rel=1e-12)
+
+
+def test_the_tail_solves_its_exceedance():
+    """The lone replica's p99 gap tau: at it, P(U + A(T) > T - m t_0) = 1% with T = 99 tau
+    and lambda T prompts (no batch growth: t_0' = 0); above the mean gap, under the full
+    lane."""
+    life = _life()
+    tau = life.tail_s()
+    assert 0.020 < tau < 0.200
+    mean_u, share_u = life.backlog()
+    life_s = 99 * tau
+    p = exceedance(
+        life_s - 99 * 0.010, 10.0 * life_s, 0.5 * life_s, 10 * life_s * 0.005, mean_u, share_u
+    )
+    assert p == pytest.approx(0.01, rel=1e-6)
+
+
+def test_a_pool_takes_the_larger_of_its_two_limits():
+    """A pool of 4: the whole prompts at the 1/n feedback share, and the pool's work
+    evened over 4 lanes with the whole feedback; the p99 is the larger, below the lone
+    replica's (the same lambda)."""
+    lone, pool = _life(), _life(pool=4.0)
+    backlog = pool.backlog()
+    limits = [pool._tail_s(backlog, pooled) for pooled in (False, True)]
+    assert pool.tail_s() == max(limits)
+    assert pool.tail_s() <= lone.tail_s()
+
+
+def _model(mix: TrafficMix, pool: float = 1, role: Role = Role.UNIFIED) -> BatchModel:
+    config = ReplicaConfig(gpu("h100-sxm"), llm("llama-3.1-8b"), FP8, FP8, 1, 1, role)
+    steps = replica_step_model(config, efficiency_for(config.gpu, FP8))
+    return BatchModel(steps, MixTokens.of(mix), role, 0.0, 0.0, pool)
+
+
+def _mix(prompt: float, prompt_p99: float, output: float = 300, output_p99: float = 300):
+    return TrafficMix.of_lengths(
+        TokenDistribution(mean=prompt, p99=prompt_p99),
+        TokenDistribution(mean=output, p99=output_p99),
+    )
+
+
+def test_a_prompt_past_the_lane_is_one_lump_of_work():
+    """A fixed 2L-token prompt (L the lane beside B = 10 decode tokens, 8,192 - 10) is two
+    full-lane iterations of the same reply: s = 2 (t_L - t_0) and E[s^2] = 4 (t_L - t_0)^2
+    (independent chunks would give 2 (t_L - t_0)^2 to the sum of squares)."""
+    batch = 10.0
+    model = _model(_mix(2 * 8182, 2 * 8182))
+    lane = model.lane_tokens(batch)
+    assert lane == 8192 - 10
+    decode_s = model.decode_only_s(batch)
+    lane_s = model.steps.iteration_s(batch, model.mix.context, lane, 2 * lane * 0.5)
+    first, second = model.prompt_work(batch)
+    assert first == pytest.approx(2 * (lane_s - decode_s), rel=1e-12)
+    assert second == pytest.approx(4 * (lane_s - decode_s) ** 2, rel=1e-12)
+
+
+def test_a_decode_replica_is_its_batch_spread():
+    """No prompts ride in a decode replica: its p99 TPOT is the decode step at the tail
+    batch B_hi (the mean gap is the decode step)."""
+    model = _model(_mix(4000, 16000), role=Role.DECODE)
+    batch = 40.0
+    assert model.tpot_p99_s(batch) == pytest.approx(
+        model.decode_only_s(model.batch_high(batch)), rel=1e-12
+    )
+
+
+@given(st.floats(0.5, 80.0), st.sampled_from([1, 4, 37]))
+@settings(max_examples=30, deadline=None)
+def test_the_p99_tpot_never_falls_below_the_mean_gap(batch, pool):
+    model = _model(_mix(4000, 16000, 100, 400), pool)
+    assert model.tpot_p99_s(batch) >= model.step_s(batch) * (1 - 1e-12)
+
+
+@given(st.floats(1.0, 60.0), st.floats(200, 3000), st.floats(1.05, 3.0))
+@settings(max_examples=30, deadline=None)
+def test_the_p99_tpot_grows_with_the_prompt_length_at_a_fixed_batch(batch, prompt, longer):
+    """The same batch with longer prompts (same spread): as many prompts an iteration,
+    each more work, so a higher p99 TPOT."""
+    short, long = (_model(_mix(p, 3 * p)) for p in (prompt, prompt * longer))
+    assert long.tpot_p99_s(batch) >= short.tpot_p99_s(batch) * (1 - 1e-9)
