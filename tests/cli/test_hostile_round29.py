@@ -1,0 +1,40 @@
+"""Hostile input, round twenty-nine: found beside the input fuzz (tests/bench/fuzz_run.py at
+seeds from 2901) and by hand on valid-but-extreme instances."""
+
+import pytest
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+NUL = "holds a NUL character (\\0), which no file or profile name can hold"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field"),
+    [("policy: {", 'engine: "mine\\0.yaml"\npolicy: {', "engine"),
+     ("{name: llama-3.1-8b,", '{name: llama-3.1-8b, config: "a\\0.json",', "models[0].config")],
+    ids=["engine", "config"],
+)  # fmt: skip
+def test_a_nul_in_a_file_an_instance_names_is_refused_naming_the_field(
+    run_cli, tmp_path, old, new, field
+):
+    """YAML's "\\0" is a NUL character in the string: `engine: "mine\\0.yaml"` and a
+    `models[].config` holding one ended validate in exit 70 (ValueError: embedded null
+    byte, from Path.resolve and os.stat)."""
+    text = ONE_MODEL_ONE_REGION.read_text()
+    assert old in text
+    path = tmp_path / "i.yaml"
+    path.write_text(text.replace(old, new, 1))
+    run_checked(run_cli, "validate", path, needles=(f"{field}: {NUL}",))
+
+
+def test_a_nul_in_a_grids_instance_is_refused_naming_it(run_cli, tmp_path):
+    """The input fuzz (seed 2901, text:control at `instance`): the grid's base instance
+    "one.yaml\\0\\x1b[2J" ended sweep in exit 70 (ValueError: embedded null byte)."""
+    grid = tmp_path / "g.yaml"
+    axis = "workloads[chat].demand.us-east.peak_requests_per_s: [10, 20]"
+    grid.write_text(f'instance: "{ONE_MODEL_ONE_REGION}\\0\\e[2J"\naxes:\n  {axis}\n')
+    run_checked(
+        run_cli, "sweep", grid, "--out", tmp_path / "s.jsonl", needles=(f"instance: {NUL}",)
+    )
+    assert not (tmp_path / "s.jsonl").exists()
