@@ -38,3 +38,18 @@ def test_a_nul_in_a_grids_instance_is_refused_naming_it(run_cli, tmp_path):
         run_cli, "sweep", grid, "--out", tmp_path / "s.jsonl", needles=(f"instance: {NUL}",)
     )
     assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_a_static_plan_of_an_instance_with_a_horizon_passes_the_verifier(run_cli, tmp_path):
+    """One model in one region with no hourly profile and no reserved or spot price is
+    planned static: `policy.horizon_months: 24` has no effect (solve warns so) and solve
+    writes today's plan, which verify then failed (exit 1) as 'the instance plans 24
+    months (policy.horizon_months); the plan states none'. verify judges the horizon as
+    solve reads it: a static instance plans no months."""
+    months = ("--set", "policy.horizon_months=24", "--set", "policy.monthly_growth=0.05")
+    plan = tmp_path / "plan.json"
+    no_effect = ("policy.horizon_months: 24 has no effect on a static plan",)
+    run_checked(run_cli, "solve", ONE_MODEL_ONE_REGION, *months, "--json", plan, code=0,
+                needles=no_effect)  # fmt: skip
+    result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, *months, code=0)
+    assert "plans 24 months" not in result.stdout + result.stderr
