@@ -25,7 +25,6 @@ from models.physics.overlap import (
 )
 from models.schema import limits
 from models.schema.catalog_entries import resolve_gpu, resolve_llm
-from models.schema.demand_floor import too_little_demand
 from models.schema.errors import shown_name
 from models.schema.instance import Instance
 from models.schema.policy import BuyUnit, Survive
@@ -210,6 +209,28 @@ def _overlap_unused(instance: Instance, moe: bool) -> str | None:
     )
 
 
+def _too_little_demand(instance: Instance) -> list[tuple[FieldPath, str]]:
+    """Each workload's peak in each region, times demand_growth, at least
+    `limits.LEAST_PEAK_RPS`: below the solver's tolerance the demand is planned no GPU."""
+    growth = instance.demand_growth or instance.policy.demand_growth or 1.0
+    problems = []
+    for index, workload in enumerate(instance.workloads):
+        for region, demand in workload.demand.items():
+            peak = demand.peak_rps * growth
+            if peak < limits.LEAST_PEAK_RPS:
+                problems.append(
+                    (
+                        ("workloads", index, "demand", region),
+                        f"a peak of {peak:.3g} requests/s"
+                        + (f" (x demand_growth {growth:g})" if growth != 1.0 else "")
+                        + f" is below {limits.LEAST_PEAK_RPS:g} requests/s (LEAST_PEAK_RPS in "
+                        "models/schema/limits.py): the solver's tolerance would plan no GPU "
+                        "for it; give the real rate, or drop the region",
+                    )
+                )
+    return problems
+
+
 def _part_servers(instance: Instance) -> list[str]:
     """With whole servers (policy.buy_unit node) at most floor(max_gpus / gpus_per_node)
     servers can be bought: an offer that is not a whole number of servers loses the rest,
@@ -345,7 +366,7 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
             add((("gpus", index), _inline_message("GPU", entry.name, error, catalog.gpu_catalog())))
     problems.extend(_efficiency_problems(instance))
     problems.extend(_adapter_problems(instance))
-    problems.extend(too_little_demand(instance))
+    problems.extend(_too_little_demand(instance))
     for index, entry in enumerate(instance.models):
         if entry.is_adapter:
             continue

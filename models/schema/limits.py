@@ -115,10 +115,10 @@ ESTIMATED_REQUESTS_PER_DAY = Bound(
 )
 LEAST_PEAK_RPS = 1e-4
 """The smallest peak demand an instance may plan for, requests/s (one request every 2.8
-hours), on each workload's peak in each region x demand_growth and in a shrinking
-horizon's last month (`models.schema.demand_floor`; hourly rates are not held to it):
-below about 1e-6 the demand falls under the solver's feasibility tolerance and the plan
-buys no GPU for it (1e-6 requests/s planned $0, exit 0)."""
+hours), checked on each workload's peak in each region times demand_growth
+(`models.schema.checks.cross_check`; the hourly and monthly rates derived from it are
+not held to it): below about 1e-6 the demand falls under the solver's feasibility
+tolerance and the plan buys no GPU for it (1e-6 requests/s planned $0, exit 0)."""
 RANGE_RATIO = Bound(
     1.0,
     "",
