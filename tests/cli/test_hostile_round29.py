@@ -53,3 +53,30 @@ def test_a_static_plan_of_an_instance_with_a_horizon_passes_the_verifier(run_cli
                 needles=no_effect)  # fmt: skip
     result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, *months, code=0)
     assert "plans 24 months" not in result.stdout + result.stderr
+
+
+def test_a_started_pool_past_the_supply_is_refused_before_the_physics(run_cli, tmp_path_factory):
+    """The input fuzz (seed 2903, growth-horizon's plan, number:huge at
+    months.3.hours.9.failover_starts.1.pool.count): replicas started after a region loss
+    10^30 strong kept deploy past 120 s (verify alike: 300 s, then killed), Erlang's
+    terms over 10^30 servers in the hour's scenario check. The hour's own pools were held
+    to the supply before the physics, the started ones were not (the program's
+    start_supply row holds warm and started within existing + max_gpus)."""
+    import json
+
+    from tests.guards import failing_after
+    from tests.paths import INSTANCES
+    from tests.solved_once import diurnal_at_a_5_percent_gap
+
+    data = json.loads(json.dumps(diurnal_at_a_5_percent_gap(tmp_path_factory)[1]))
+    hour = next(h for h in data["hours"] if h["failover_starts"])
+    start = hour["failover_starts"][0]
+    start["pool"]["count"] = 10**30
+    plan = tmp_path_factory.mktemp("round29") / "plan.json"
+    plan.write_text(json.dumps(data))
+    pool = start["pool"]
+    row = f"start_supply[{start['scenario']},{pool['region']},{pool['gpu']}]@t{hour['hour']:02d}"
+    with failing_after(20, "verify of a started pool of 10^30 replicas"):
+        result = run_checked(run_cli, "verify", INSTANCES / "diurnal-chat-batch.yaml", plan, code=1)
+    assert row in result.stdout + result.stderr
+    assert f"the replicas started after {start['scenario']} use " in result.stdout + result.stderr
