@@ -106,3 +106,22 @@ def test_the_verifier_tolerates_each_origins_shortfall_as_the_solver_does(demand
     none = Scenario("none", ScenarioKind.NONE)
     _check_flow(none, "chat", demand, capacity, reach, violations)
     assert bool(violations) is violated, violations
+
+
+@pytest.mark.parametrize("price", [2.125, 0.001])
+def test_a_price_finer_than_a_cent_is_written_as_given_and_verifies(run_cli, tmp_path, price):
+    """A GPU-hour priced $2.125 (or $0.001, the floor every price 0 was raised to) was
+    written `price_per_gpu_hour: 2.12` (0.0) by solve, rounded to cents as the plan's
+    monthly money is, and verify of that very plan failed, exit 1: 'gpus[0].
+    price_per_gpu_hour: us-east h100-sxm: states $2.12/GPU-hour; the instance's price is
+    $2.125'. The bill is still rounded to cents: 8 GPUs (one server) x $2.125 x 730 h =
+    $12,410.00 a month."""
+    import json
+
+    sets = ("--set", f"regions[us-east].supply.h100-sxm.price_per_gpu_hour={price}")
+    plan = tmp_path / "plan.json"
+    run_checked(run_cli, "solve", ONE_MODEL_ONE_REGION, *sets, "--json", plan, code=0)
+    (row,) = json.loads(plan.read_text())["gpus"]
+    assert row["price_per_gpu_hour"] == price
+    assert row["cost_per_month"] == round(8 * price * 730, 2)
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, *sets, code=0)
