@@ -60,7 +60,7 @@ from solver.program.row_names import GpuSupplyRow, timed_name
 from solver.verify.months import busiest_hour_kw, busiest_hour_racks
 from solver.verify.pools import did_you_mean
 from solver.verify.site import stated_power
-from solver.verify.totals import money_close, non_finite, over_supply, recompute_totals
+from solver.verify.totals import gpus_used, money_close, non_finite, over_supply
 from solver.verify.verdict import RELATIVE, Violation, close, differs
 
 
@@ -169,7 +169,7 @@ def unbuildable_hours(instance: Instance, plan: Plan) -> list[Violation]:
         for f in dict.fromkeys(start.scenario for start in hour.failover_starts):
             fleets.append((f, tuple(s.pool for s in hour.failover_starts if s.scenario == f)))
         for f, pools in fleets:
-            over = over_supply(instance, recompute_totals(instance, Plan(replicas=pools)))
+            over = over_supply(instance, gpus_used(instance, pools))
             for (region, gpu), message in over.items():
                 row = GpuSupplyRow(region, gpu).name()
                 if f is not None:
