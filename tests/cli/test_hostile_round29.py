@@ -125,3 +125,25 @@ def test_a_price_finer_than_a_cent_is_written_as_given_and_verifies(run_cli, tmp
     assert row["price_per_gpu_hour"] == price
     assert row["cost_per_month"] == round(8 * price * 730, 2)
     run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, *sets, code=0)
+
+
+def test_compare_judges_two_static_plans_on_month_0_whatever_their_growths(run_cli, tmp_path):
+    """Two static instances (no hourly profile, no reserved or spot price) with
+    `horizon_months: 12` and growths of 10% and 5% a month plan today's demand alone
+    (solve warns that the horizon has no effect); compare refused the cheaper one, exit 1:
+    'not the same demand: workload chat grows 5.0% a month in the candidate, 10.0% in the
+    base, over the 12-month horizon both are judged on'. By hand, one server of 8 H100s
+    either way: 8 x 730 h x $2.40 = $14,016 against x $2.00 = $11,680, $2,336/month less."""
+    text = ONE_MODEL_ONE_REGION.read_text()
+    assert "policy: {survive: none," in text
+    base, candidate = tmp_path / "base.yaml", tmp_path / "candidate.yaml"
+    for path, growth, price in ((base, 0.1, "2.4"), (candidate, 0.05, "2.0")):
+        grown = f"policy: {{survive: none, horizon_months: 12, monthly_growth: {growth},"
+        path.write_text(
+            text.replace("policy: {survive: none,", grown).replace(
+                "price_per_gpu_hour: 2.4", f"price_per_gpu_hour: {price}"
+            )
+        )
+    result = run_checked(run_cli, "compare", base, candidate, code=0)
+    assert "not the same demand" not in result.stdout
+    assert "$2,336/month less" in result.stdout
