@@ -120,7 +120,14 @@ def test_a_price_finer_than_a_cent_is_written_as_given_and_verifies(run_cli, tmp
 
     sets = ("--set", f"regions[us-east].supply.h100-sxm.price_per_gpu_hour={price}")
     plan = tmp_path / "plan.json"
-    run_checked(run_cli, "solve", ONE_MODEL_ONE_REGION, *sets, "--json", plan, code=0)
+    solved = run_checked(run_cli, "solve", ONE_MODEL_ONE_REGION, *sets, "--json", plan, code=0)
+    table = "GPUs by region and type"  # its row of 8 cells: region, GPU, ... $/GPU-h, $/month
+    (line,) = [
+        line
+        for line in solved.stdout.split(table)[1].splitlines()
+        if line.startswith("│ us-east │ h100-sxm │") and line.count("│") == 9
+    ]
+    assert f"│ {price:g} " in line  # the table's price is the JSON's, not "2.12" or "0.00"
     (row,) = json.loads(plan.read_text())["gpus"]
     assert row["price_per_gpu_hour"] == price
     assert row["cost_per_month"] == round(8 * price * 730, 2)
