@@ -16,6 +16,7 @@ from cli.render.summary_tables import (
     idle_wording,
     month_zero,
     power_price_words,
+    price_text,
     summary_table,
     whole_unit_words,
 )
@@ -216,7 +217,7 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
                     str(u.existing),
                     str(u.purchased),
                     str(u.available),
-                    f"{u.price_per_gpu_hour:.2f}",
+                    price_text(u.price_per_gpu_hour),
                     f"{u.cost_per_month:,.0f}",
                 )
                 for u in plan.gpus

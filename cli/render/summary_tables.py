@@ -128,3 +128,13 @@ def power_price_words(p: RegionPower) -> str:
             f"({p.whole_unit_kw:,.1f} kW); not priced"
         )
     return f"{p.shadow_price_per_kw:,.2f}"
+
+
+def price_text(usd_per_gpu_hour: float) -> str:
+    """A price per GPU-hour as the instance gives it: to the cent where that is exact
+    ("2.40"), else to the digits it has, at most four ("2.125", "0.001"): the plan states
+    $2.125, and a table's "2.12" read as another price than the JSON's."""
+    cents = f"{usd_per_gpu_hour:.2f}"
+    if abs(float(cents) - usd_per_gpu_hour) < 1e-9:
+        return cents
+    return f"{usd_per_gpu_hour:.4f}".rstrip("0")

@@ -1,7 +1,7 @@
 """Tables of an hourly plan (issue 11): the 24 hours, commitments, headroom and scaling
 thresholds, error budget per failure scenario, batch placement and the months."""
 
-from cli.render.summary_tables import month_zero, power_price_words
+from cli.render.summary_tables import month_zero, power_price_words, price_text
 from cli.render.tables import TableSpec
 from models.schema.quantities import counted
 from solver.analysis.report_time import MonthsByRegion, months_by_region
@@ -66,8 +66,8 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                         c.region,
                         c.gpu,
                         f"{c.committed_gpus:g}",
-                        f"{c.reserved_price_per_gpu_hour:.2f}",
-                        f"{c.on_demand_price_per_gpu_hour:.2f}",
+                        price_text(c.reserved_price_per_gpu_hour),
+                        price_text(c.on_demand_price_per_gpu_hour),
                     )
                     for c in plan.committed
                 ),

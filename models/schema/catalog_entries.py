@@ -14,7 +14,7 @@ from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
 from models.schema import limits
-from models.schema.quantities import NUMBER_NOT_BOOLEAN, ONCE_EACH, LoraRank, at_most
+from models.schema.quantities import NUMBER_NOT_BOOLEAN, ONCE_EACH, FilePath, LoraRank, at_most
 from models.schema.strict import STRICT
 
 
@@ -67,7 +67,7 @@ class ModelEntry(LlmOverrides):  # type: ignore[misc, valid-type]
     """An LLM to serve: a catalog name, or a Hugging Face config.json, with the precisions
     to consider, optionally overridden."""
 
-    config: str | None = Field(default=None, min_length=1, max_length=limits.MAX_PATH_CHARS)
+    config: FilePath | None = None
     """A Hugging Face config.json to build the model from instead of the catalog (path
     relative to the instance file); `name` then defaults to the config's folder name, or
     the file's stem when the file is not called config.json."""

@@ -39,6 +39,7 @@ from models.schema.quantities import (
     Availability,
     DeadlineHours,
     DemandGrowth,
+    FilePath,
     GpuCount,
     HitRate,
     InterruptionsPerHour,
@@ -299,7 +300,7 @@ class Instance(BaseModel):
     """The MIP solver and its limits."""
     efficiency: EfficiencyOverrides | None = None
     """Overrides of the performance model's efficiency factors, for every GPU."""
-    engine: str | None = Field(default=None, min_length=1, max_length=limits.MAX_PATH_CHARS)
+    engine: FilePath | None = None
     """The serving engine profile whose calibrated efficiency factors the physics uses
     (`trtllm-0.20`, `trtllm-0.17`; `fleetplan perf --help` lists them), or a profile file
     written by `fleetplan calibrate` (a name ending in .yaml, relative to the instance

@@ -212,6 +212,21 @@ ONCE_EACH = AfterValidator(_once_each)
 """Refuses a choice listed twice (use as `Annotated[list[X], at_most(...), ONCE_EACH]`)."""
 
 
+def _nameable(path: str) -> str:
+    """A path the system can look up: a NUL character (YAML's "\\0", JSON's "\\u0000")
+    ends a C string, and every file call raised ValueError on it (exit 70 from validate,
+    solve and sweep where `engine`, `models[].config` or a grid's `instance` held one)."""
+    if "\x00" in path:
+        raise ValueError("holds a NUL character (\\0), which no file or profile name can hold")
+    return path
+
+
+FilePath = Annotated[
+    str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS), AfterValidator(_nameable)
+]
+"""A file an input names (an engine profile, a config.json, a grid's base instance)."""
+
+
 RequestRate = real(limits.REQUEST_RATE)
 """Requests per second."""
 RequestsPerDay = real(limits.REQUESTS_PER_DAY)

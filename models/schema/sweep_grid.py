@@ -32,6 +32,7 @@ from models.io.overrides import (
     replaced_because,
 )
 from models.schema.errors import InputError, Issue, shown_name
+from models.schema.quantities import FilePath
 
 MAX_AXES = 8
 """Axes one grid may have: a what-if over more dimensions than this is better split."""
@@ -46,7 +47,7 @@ class SweepGrid(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    instance: str = Field(min_length=1)
+    instance: FilePath
     """The base instance file, relative to the grid file."""
     set: dict[str, Any] = Field(default_factory=dict)
     """Changes applied to every point: `path: value`, paths as for `--set`."""

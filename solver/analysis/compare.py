@@ -159,9 +159,13 @@ def _other_growth(base: Instance, candidate: Instance, workload: str) -> str | N
     """How `workload`'s monthly growth differs where the two are judged over one horizon
     (the same horizon_months, `judged_costs`): each month's demand is month 0's times
     (1 + g)^m, so another g is another demand from month 1 on; None where it agrees or
-    only month 0 is judged."""
+    only month 0 is judged: a static instance (`Instance.asks_for_hours` false) plans no
+    months whatever its horizon_months says (solve warns that it has no effect), and two
+    such plans were refused as 'not the same demand' for growths neither plans."""
     months = base.policy.horizon_months
     if months is None or months != candidate.policy.horizon_months or months < 2:
+        return None
+    if not (base.asks_for_hours() and candidate.asks_for_hours()):
         return None
     ours, theirs = base.monthly_growth(workload), candidate.monthly_growth(workload)
     if round(ours, DEMAND_DIGITS) == round(theirs, DEMAND_DIGITS):

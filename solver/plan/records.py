@@ -258,8 +258,10 @@ class GpuUse(BaseModel):
     purchased: Whole
     available: Whole
     """Existing fleet plus what can be had."""
-    price_per_gpu_hour: Money
-    """The on-demand (list) price."""
+    price_per_gpu_hour: Real
+    """The on-demand (list) price, as the instance gives it: not rounded to cents as
+    `Money` is (a price of $2.125 or $0.001 a GPU-hour was written $2.12 and $0, and
+    verify failed the plan solve wrote)."""
     cost_per_month: Money
     """purchased x price x hours_per_month; an hourly plan's: the offer's bill over the
     month as its hours pay it (committed GPUs at the reserved price every hour, rented

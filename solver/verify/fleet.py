@@ -142,7 +142,7 @@ def verify(instance: Instance, plan: Plan) -> Verification:
     violations: list[Violation] = []
     totals = recompute_totals(instance, plan)  # integer sums: no physics yet
     stated = stated_figures(instance, plan, totals)
-    beyond, unbounded = over_supply(instance, totals), beyond_bounds(plan)
+    beyond, unbounded = over_supply(instance, totals.used), beyond_bounds(plan)
     if beyond or unbounded:
         return _refused_before_physics(plan, totals, beyond, [*unbounded, *stated])
     warnings: list[Violation] = []

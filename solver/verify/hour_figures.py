@@ -60,7 +60,7 @@ from solver.program.row_names import GpuSupplyRow, timed_name
 from solver.verify.months import busiest_hour_kw, busiest_hour_racks
 from solver.verify.pools import did_you_mean
 from solver.verify.site import stated_power
-from solver.verify.totals import money_close, non_finite, over_supply, recompute_totals
+from solver.verify.totals import gpus_used, money_close, non_finite, over_supply
 from solver.verify.verdict import RELATIVE, Violation, close, differs
 
 
@@ -157,21 +157,32 @@ def _named(value: object, path: str, field: str) -> list[tuple[str, str]]:
 
 def unbuildable_hours(instance: Instance, plan: Plan) -> list[Violation]:
     """Hours whose pools need more GPUs of a type than a region has (`over_supply`: the
-    existing and purchasable ones). Where there is one, the other checks are not run, as
-    the static verifier refuses such a fleet before the physics (solver.verify.fleet): a
-    pool's queueing costs time in proportion to its replica count, and a tampered count
-    of 10^9 kept verify, simulate and report past 20 s."""
-    return [
-        Violation(
-            requirement=timed_name(GpuSupplyRow(region, gpu).name(), hour.hour),
-            message=f"UTC hour {hour.hour}: {message}; the physics and scenario checks run "
-            "once every hour's fleet fits the supply",
-        )
-        for hour in plan.hours
-        for (region, gpu), message in over_supply(
-            instance, recompute_totals(instance, Plan(replicas=hour.pools))
-        ).items()
-    ]
+    existing and purchasable ones), or whose replicas started after a loss do alone (the
+    program's start_supply row holds them and the warm ones within it). Where there is
+    one, the other checks are not run, as the static verifier refuses such a fleet before
+    the physics (solver.verify.fleet): a pool's queueing costs time in proportion to its
+    replica count, and a tampered count of 10^9 kept verify, simulate and report past
+    20 s; a started pool's of 10^30 kept deploy and verify past 300 s."""
+    found = []
+    for hour in plan.hours:
+        fleets = [(None, hour.pools)]  # the warm fleet, then each loss's started replicas
+        for f in dict.fromkeys(start.scenario for start in hour.failover_starts):
+            fleets.append((f, tuple(s.pool for s in hour.failover_starts if s.scenario == f)))
+        for f, pools in fleets:
+            over = over_supply(instance, gpus_used(instance, pools))
+            for (region, gpu), message in over.items():
+                row = GpuSupplyRow(region, gpu).name()
+                if f is not None:
+                    row = f"start_supply[{f},{region},{gpu}]"
+                    message = f"the replicas started after {f} " + message.replace("uses", "use", 1)
+                found.append(
+                    Violation(
+                        requirement=timed_name(row, hour.hour),
+                        message=f"UTC hour {hour.hour}: {message}; the physics and scenario "
+                        "checks run once every hour's fleet fits the supply",
+                    )
+                )
+    return found
 
 
 def stated_hour_figures(instance: Instance, plan: Plan) -> list[Violation]:

@@ -53,10 +53,13 @@ def hour_checks(instance: Instance) -> dict:
 def unmatched_time(instance: Instance, plan: Plan, verdict: Verification) -> Verification:
     """`verdict` with what the plan's time does not match in the instance's, first:
 
-    - the instance plans months (policy.horizon_months) and the plan states none: a
+    - the instance plans months (policy.horizon_months on an instance that asks for
+      hours: months are planned on the hourly program alone) and the plan states none: a
       violation; such a plan (today's hours, or a peak) was checked against month 0's
       demand alone, and growth-horizon's month-0 plan verified 'ok' against its 12 months
-      (month 11 at 1.06^11 = 1.90x the demand).
+      (month 11 at 1.06^11 = 1.90x the demand). A static instance's horizon_months has no
+      effect (its load warns so, `checks._horizon_without_hours`): solve writes it a plan
+      of today's demand alone, which verify failed as 'the plan states none'.
     - the plan states hours and the instance plans none (`Instance.asks_for_hours`: no
       hourly profile, no reserved or spot price): a violation; each hour was checked
       against a flat day at on-demand prices, its committed GPUs priced at nothing (a day
@@ -69,14 +72,14 @@ def unmatched_time(instance: Instance, plan: Plan, verdict: Verification) -> Ver
     (`check_months`)."""
     violations: list[Violation] = []
     horizon = instance.policy.horizon_months
-    if horizon and not plan.months:
+    hourly = instance.asks_for_hours()
+    if horizon and hourly and not plan.months:
         violations.append(Violation(
             requirement="months",
             message=f"the instance plans {horizon} months (policy.horizon_months); the plan "
             "states none, so it was checked against today's demand alone: solve the instance "
             "for its months",
         ))  # fmt: skip
-    hourly = instance.asks_for_hours()
     if plan.hours and not hourly:
         violations.append(Violation(
             requirement="hours",

@@ -116,7 +116,11 @@ def _check_flow(
 ) -> ScenarioCheck:
     """The max-flow check of one workload in one scenario; `reach`: each origin's
     destinations (`RegionGraph.destinations`) nearest first (`_nearest_first`), read
-    only."""
+    only. The shortfall tolerated is DEMAND_TOLERANCE per origin, as the solver holds
+    each origin's demand row to its feasibility tolerance (HiGHS's 1e-6), not their sum:
+    growth-horizon's month 23 of 30 at -50% a month held 7.9e-7 requests/s of us-east
+    users and 4.2e-7 of eu-west's at 4 UTC, each row met within 1e-6 by no replica, and
+    the sum, 1.2e-6, failed the solver's own plan (exit 70)."""
     total = sum(demand.values())
     if len(reach) == 1 and all(
         len(places) == 1 and set(places) <= set(capacity) for places in reach.values()
@@ -131,7 +135,7 @@ def _check_flow(
         served, source_side = total, set()  # a flow of the whole demand: nothing is cut
     else:
         served, source_side = _max_flow(demand, capacity, reach)
-    if served < total * (1 - DEMAND_TOLERANCE) - DEMAND_TOLERANCE:
+    if served < total * (1 - DEMAND_TOLERANCE) - DEMAND_TOLERANCE * max(1, len(demand)):
         # Min cut: the origins left on the source side can reach only destinations on
         # the source side, and those cannot carry them (Hall's condition fails there).
         stuck = [o for o in demand if ("origin", o) in source_side]

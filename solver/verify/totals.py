@@ -47,7 +47,7 @@ by the plan's own field paths (`gpus[0].purchased`), so it needs no row names.
 
 import math
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from pydantic import BaseModel
@@ -91,11 +91,7 @@ def recompute_totals(instance: Instance, plan: Plan) -> Totals:
     """GPUs used per (region, GPU type) by the entries the instance knows, their sum, and
     the cost: sum over (r, g) of bought x price x hours_per_month, bought = max(0, used -
     existing) in whole servers with policy.buy_unit: node (models.operations.site.gpus_bought)."""
-    regions = {r.name for r in instance.regions}
-    used: dict[tuple[str, str], int] = defaultdict(int)
-    for entry in plan.replicas:
-        if entry.region in regions and entry.gpu in instance.gpu_specs:
-            used[(entry.region, entry.gpu)] += entry.count * entry.replica_gpus
+    used = gpus_used(instance, plan.replicas)
     hours = instance.policy.hours_per_month
     cost = 0.0
     bought_total = paid_total = 0
@@ -108,17 +104,27 @@ def recompute_totals(instance: Instance, plan: Plan) -> Totals:
     return Totals(dict(used), sum(used.values()), cost, bought_total, paid_total)
 
 
+def gpus_used(instance: Instance, pools: Iterable[ReplicaPool]) -> dict[tuple[str, str], int]:
+    """GPUs the pools use per (region, GPU type) the instance knows: count x tp x pp x dp."""
+    regions = {r.name for r in instance.regions}
+    used: dict[tuple[str, str], int] = defaultdict(int)
+    for entry in pools:
+        if entry.region in regions and entry.gpu in instance.gpu_specs:
+            used[(entry.region, entry.gpu)] += entry.count * entry.replica_gpus
+    return dict(used)
+
+
 def available_gpus(instance: Instance, region: str, gpu: str) -> tuple[int, int]:
     """(existing, existing + max_gpus) of GPU type `gpu` in `region`."""
     spec = instance.region(region)
     return spec.existing.get(gpu, 0), spec.available_gpus(gpu)
 
 
-def over_supply(instance: Instance, totals: Totals) -> dict[tuple[str, str], str]:
+def over_supply(instance: Instance, used: dict[tuple[str, str], int]) -> dict[tuple[str, str], str]:
     """(region, GPU type) -> message, where the replicas need more GPUs than the region
-    has. Integer sums only: no physics, no loop over replicas."""
+    has (`used`: `gpus_used`). Integer sums only: no physics, no loop over replicas."""
     found = {}
-    for (r, g), n in sorted(totals.used.items()):
+    for (r, g), n in sorted(used.items()):
         existing, available = available_gpus(instance, r, g)
         if n > available:
             found[(r, g)] = (

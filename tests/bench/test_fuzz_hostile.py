@@ -21,6 +21,16 @@ another shape read as absent (exit 0). Round 28 (seeds 2801 and 2802 at 1,500 mu
 second with `--solve-instances --rich-plans diurnal-chat-batch,growth-horizon`; tests/cli/
 test_hostile_round28.py): a profile's fit figure of inf or NaN read, a bench result's
 figure past physics and a trtllm-bench `performance` list named by no key of the file.
+Round 29 (seeds 2901 at 1,500 mutants; 2902 with `--solve-instances --rich-plans
+disaggregated,procurement-3region,voice-agent`; 2903 `--no-paths --rich-plans
+region-loss-2,unified,moe-ep,growth-horizon`; 2904 `--only plan --rich-plans
+diurnal-chat-batch,procurement-3region,growth-horizon,disaggregated` and 2905 `--no-paths
+--solve-instances --rich-plans kv-tiers-doc-qa,two-generations,prefix-affinity-doc-qa` at
+1,200, nothing beyond `LEFT_ALONE`'s classes and a k8s document whose `metadata` is emptied
+('holds no pool', judged unnamed);
+tests/cli/test_hostile_round29.py): a NUL in a sweep grid's `instance` (exit 70) and
+replicas started after a loss 10^30 strong in an hourly plan (deploy and verify past
+120 s).
 Run more at another seed: `python -m
 tests.bench.fuzz_run --seed N --budget 2500 [--only plan] [--solve-instances]
 [--rich-plans diurnal-chat-batch,disaggregated]`.
