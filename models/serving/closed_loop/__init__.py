@@ -176,6 +176,36 @@ def _weighted_median(gaps: list[tuple[float, int]]) -> float:
     return next(value for (value, _w), seen in zip(ordered, ranks, strict=True) if seen >= rank)
 
 
+def run_summary(
+    users: int,
+    requests: int,
+    duration_s: float,
+    output_tokens: int,
+    batch_time: float,
+    ttfts: list[float],
+    tpots: list[float],
+    gaps: list[tuple[float, int]],
+) -> ClosedLoopRun:
+    """What the tool reports of a finished replay (every replay of this package): its
+    rates over `duration_s`, the mean decode batch from `batch_time` (decoding sequences
+    x iteration seconds, summed), and the TTFT, TPOT and inter-token `gaps`' statistics."""
+    ttfts, tpots = sorted(ttfts), sorted(tpots)
+    return ClosedLoopRun(
+        users=users,
+        requests=requests,
+        duration_s=duration_s,
+        throughput_requests_per_s=requests / duration_s,
+        output_tokens_per_s=output_tokens / duration_s,
+        mean_decode_batch=batch_time / duration_s,
+        ttft_mean_s=sum(ttfts) / len(ttfts),
+        ttft_p50_s=_quantile(ttfts, 0.5),
+        ttft_p99_s=_quantile(ttfts, 0.99),
+        tpot_mean_s=sum(tpots) / len(tpots) if tpots else 0.0,
+        tpot_p99_s=_quantile(tpots, 0.99) if tpots else 0.0,
+        itl_p50_s=_weighted_median(gaps),
+    )
+
+
 def replay_closed_loop(
     iteration_s: IterationTime,
     budget_tokens: int,
@@ -347,19 +377,4 @@ def replay_requests(
         for user, _, _, _ in completed:
             send(user, now)
 
-    ttfts.sort()
-    tpots.sort()
-    return ClosedLoopRun(
-        users=users,
-        requests=total,
-        duration_s=now,
-        throughput_requests_per_s=total / now,
-        output_tokens_per_s=output_total / now,
-        mean_decode_batch=batch_time / now,
-        ttft_mean_s=sum(ttfts) / len(ttfts),
-        ttft_p50_s=_quantile(ttfts, 0.5),
-        ttft_p99_s=_quantile(ttfts, 0.99),
-        tpot_mean_s=sum(tpots) / len(tpots) if tpots else 0.0,
-        tpot_p99_s=_quantile(tpots, 0.99) if tpots else 0.0,
-        itl_p50_s=_weighted_median(gaps),
-    )
+    return run_summary(users, total, now, output_total, batch_time, ttfts, tpots, gaps)

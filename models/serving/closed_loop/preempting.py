@@ -43,8 +43,7 @@ from models.serving.closed_loop import (
     MAX_ITERATIONS,
     ClosedLoopRun,
     IterationTime,
-    _quantile,
-    _weighted_median,
+    run_summary,
 )
 
 
@@ -261,19 +260,4 @@ def replay_preempting(
             if total_o > 1:
                 tpots.append((now - first) / (total_o - 1))
             engine.send(user, now)
-    ttfts.sort()
-    tpots.sort()
-    return ClosedLoopRun(
-        users=users,
-        requests=total,
-        duration_s=now,
-        throughput_requests_per_s=total / now,
-        output_tokens_per_s=output_total / now,
-        mean_decode_batch=batch_time / now,
-        ttft_mean_s=sum(ttfts) / len(ttfts),
-        ttft_p50_s=_quantile(ttfts, 0.5),
-        ttft_p99_s=_quantile(ttfts, 0.99),
-        tpot_mean_s=sum(tpots) / len(tpots) if tpots else 0.0,
-        tpot_p99_s=_quantile(tpots, 0.99) if tpots else 0.0,
-        itl_p50_s=_weighted_median(gaps),
-    )
+    return run_summary(users, total, now, output_total, batch_time, ttfts, tpots, gaps)
