@@ -10,7 +10,9 @@ Each family maps its config keys onto the Llama-family block of `models.physics.
 - `deepseek_v3`: MLA attention; `first_k_dense_replace` dense layers, then MoE with
   `n_shared_experts`; the multi-token-prediction module is not counted.
 - `gpt_oss`: experts of `intermediate_size`, q/k/v biases, `layer_types` sliding
-  windows, MXFP4 experts when `quantization_config.quant_method` is `mxfp4`.
+  windows (absent: transformers' default, `"sliding_attention" if bool((i + 1) % 2)
+  else "full_attention"`, transformers/models/gpt_oss/configuration_gpt_oss.py: layers
+  0, 2, 4, ... slide), MXFP4 experts when `quantization_config.quant_method` is `mxfp4`.
 - `llama4` (the `text_config` inside; `llama4_text` on its own): routed experts and one
   shared expert of `intermediate_size`, dense layers of `intermediate_size_mlp`, every
   `interleave_moe_layer_step`-th layer MoE, chunked attention over
@@ -215,6 +217,12 @@ def _deepseek_v3(c: _Config) -> Fields:
 def _gpt_oss(c: _Config) -> Fields:
     fields = _gqa(c)
     layer_types = c.items("layer_types", fields["layers"])
+    if (
+        c.data.get("layer_types") is None
+    ):  # absent or null: transformers' GptOssConfig default: even layers slide
+        layer_types = [
+            "sliding_attention" if i % 2 == 0 else "full_attention" for i in range(fields["layers"])
+        ]
     windowed = sum(1 for kind in layer_types if kind == "sliding_attention")
     quant = c.data.get("quantization_config") or {}
     mxfp4 = isinstance(quant, Mapping) and quant.get("quant_method") == "mxfp4"

@@ -118,6 +118,19 @@ def test_gpt_oss_reads_windows_and_mxfp4_experts():
     assert llm_from_hf_config(unquantised, "oss").expert_weight_precision is None
 
 
+def test_gpt_oss_without_layer_types_slides_every_other_layer_as_transformers_does():
+    """transformers' GptOssConfig fills an absent `layer_types` with "sliding_attention"
+    at even layers: 36 layers -> 18 windowed (0, 2, ..., 34), the published 120B's own
+    list; an explicit list (here every layer full) is read as written."""
+    published = _config("gpt-oss-120b")
+    without = {k: v for k, v in published.items() if k != "layer_types"}
+    read = llm_from_hf_config(without, "oss")
+    assert (read.sliding_window_tokens, read.sliding_window_layers) == (128, 36 // 2)
+    assert read == llm_from_hf_config(published, "oss")
+    full = {**published, "layer_types": ["full_attention"] * 36}
+    assert llm_from_hf_config(full, "oss").sliding_window_layers == 0
+
+
 def test_unknown_architecture_names_it_and_the_supported_list():
     config = {"model_type": "phi3", "architectures": ["Phi3ForCausalLM"], "hidden_size": 3072}
     with pytest.raises(HfConfigError) as caught:
