@@ -217,9 +217,7 @@ def _deepseek_v3(c: _Config) -> Fields:
 def _gpt_oss(c: _Config) -> Fields:
     fields = _gqa(c)
     layer_types = c.items("layer_types", fields["layers"])
-    if (
-        c.data.get("layer_types") is None
-    ):  # absent or null: transformers' GptOssConfig default: even layers slide
+    if c.data.get("layer_types") is None:  # transformers: layers 0, 2, 4, ... slide
         layer_types = [
             "sliding_attention" if i % 2 == 0 else "full_attention" for i in range(fields["layers"])
         ]
