@@ -75,6 +75,12 @@ def fit_table(fit: ProfileFit) -> TableSpec:
     )
 
 
+POOR_FIT_PCT = 50.0
+"""A fit whose median |error| on its own runs passes this is said to be poor: the
+factors hit their bounds (a throughput entered 1,000x too small fitted to a 392% median
+error and was written without a word)."""
+
+
 def overhead_cell(fit: ProfileFit) -> str:
     """The request overhead and where it comes from: '87.9 ms (median over 2 one-user
     runs)', or the base profile's."""
@@ -257,6 +263,15 @@ def calibrate(
                 "left out of the fit",
                 markup=False,
             )
+    poor = fit.median_abs_error_pct()
+    if poor > POOR_FIT_PCT:
+        err.print(
+            f"warning: the fitted profile misses its own runs by a median |error| of "
+            f"{poor:.0f}%: no factors within their bounds reach these figures; check the "
+            "runs' units (output tokens/s of the replica, latencies in ms) before "
+            "planning with it",
+            markup=False,
+        )
     date = datetime.date.today().isoformat()
     document = profile_document(
         fit, name or output.stem, base_engine, [str(m) for m in measurements], date

@@ -13,13 +13,13 @@ COLUMNS = (
 )
 
 
-def _write_runs(path, request_overhead_s: float = 0.0):
+def _write_runs(path, request_overhead_s: float = 0.0, tok_s_scale: float = 1.0):
     lines = [COLUMNS]
     shapes = [(2000, 64, 1), (256, 256, 1), (256, 256, 32)]
     for run in synthetic_runs(shapes, request_overhead_s):
         lines.append(
             f"{run.model},{run.gpu},bf16,1,{run.prompt_tokens},{run.output_tokens},"
-            f"{run.concurrency},{run.requests},{run.output_tokens_per_s:.4f},"
+            f"{run.concurrency},{run.requests},{run.output_tokens_per_s * tok_s_scale:.4f},"
             f"{run.ttft_mean_ms:.4f},{run.tpot_mean_ms:.4f}"
         )
     path.write_text("\n".join(lines) + "\n")
@@ -50,6 +50,22 @@ def test_calibrate_writes_a_profile_that_solve_and_perf_use(run_cli, tmp_path):
     assert perf.exit_code == 0, perf.stderr
     default = run_cli("perf", *shape)
     assert perf.stdout != default.stdout  # the profile's factors moved the numbers
+
+
+def test_a_fit_that_misses_its_own_runs_says_so(run_cli, tmp_path):
+    """Output tokens/s entered 1,000x too small (tokens per ms): the physics cannot go that
+    slow with factors in their bounds, so the fit misses its runs by far more than
+    POOR_FIT_PCT (50%) and says to check the units; the runs as measured fit within 3%
+    (the test above) and say nothing."""
+    runs = tmp_path / "runs.csv"
+    _write_runs(runs, tok_s_scale=1e-3)
+    result = run_cli("calibrate", runs, "-o", tmp_path / "mine.yaml", "--no-leave-one-out")
+    assert result.exit_code == 0, result.stderr
+    assert "warning: the fitted profile misses its own runs" in result.stderr
+    assert "check the runs' units" in result.stderr
+    _write_runs(runs)
+    fine = run_cli("calibrate", runs, "-o", tmp_path / "fine.yaml", "--no-leave-one-out")
+    assert fine.exit_code == 0 and "misses its own runs" not in fine.stderr
 
 
 def test_a_file_that_is_not_a_profile_is_bad_input(run_cli, tmp_path):
