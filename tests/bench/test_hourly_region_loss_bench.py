@@ -52,8 +52,12 @@ solver.decompose.by_period, the rounds wrapped to print each block's shortfall):
 - The whole program alone (HiGHS 1.16 on the exported periods program, 1 thread, gap
   0.1%, 300 s): best 21,146.28, bound 20,201.77, 4.47% after 10,459 nodes. Its
   optimum is not known; the best bounds are the rounds' (20,630) and its best plan the
-  rounds' 20,833.90. So the whole program after the rounds spends the deadline here
-  and leaves the answer as it was (the rounds' plan, the rounds' bound).
+  rounds' 20,833.90. With the commitment fixed at the plan's levels [1, 4, 4, 0, 5, 0]
+  (so 20 blocks that nothing joins, each proved by the rounds in about 50 ms) HiGHS
+  holds 20,833.90 at 0.35% after 60 s (bound 20,760.33, 9,324 nodes); within one
+  level of it either way, 21,404.22 at 5.39% after 150 s (no start given). The whole
+  program's search is slow even where the blocks are apart, so after the rounds it
+  spends the deadline and leaves the answer as it was (the rounds' plan and bound).
 - Tried: a second Lagrangian cut per block and round at the duals of the block's LP
   relaxation at the master's levels (the module text's dead end on a procurement
   month, here too): the bound rises a little faster (round 10: 20,651 against
