@@ -10,7 +10,8 @@ only): steps 2, 6 and 8 of that module's list.
 - Failover with a start time (step 6): each region loss of a workload with an availability
   target is judged after the replicas the hour starts (warm + started, within supply,
   max_configs_per_pool and max_on_demand_gpus) and by its error budget; `warm_shortfalls`
-  is the warm survivors' shortfall per loss (solver.time.failover plans the starts from it).
+  is the warm survivors' shortfall per loss (solver.time.readback.failover reads the
+  starts' budget from it).
 - `check_stated_budgets`: each stated error-budget row against its recomputation.
 """
 
