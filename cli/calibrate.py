@@ -30,7 +30,7 @@ from models.profiles.fit import (
     replay_refusal,
 )
 from models.profiles.measurements import Measurement, RunDefaults, read_measurements
-from models.schema import limits
+from models.schema import flag_limits, limits
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted, long_name
 
@@ -212,7 +212,7 @@ def calibrate(
         int | None,
         typer.Option(
             help="Requests in flight, where a result omits it.",
-            callback=within(limits.CONCURRENT_USERS),
+            callback=within(flag_limits.CONCURRENT_USERS),
         ),
     ] = None,
     leave_one_out: Annotated[

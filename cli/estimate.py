@@ -31,7 +31,7 @@ from models.physics.efficiency import UnknownEngine, check_engine, efficiency_so
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
-from models.schema import limits
+from models.schema import flag_limits, limits
 from models.schema.limits import Bound
 from models.schema.quantities import describe
 from models.serving.headroom import derive_headroom
@@ -72,12 +72,12 @@ def estimate(
         _assumption(
             "End-to-end seconds per request (Little's law W).",
             "latency_s",
-            limits.REQUEST_LATENCY_S,
+            flag_limits.REQUEST_LATENCY_S,
         ),
     ] = None,
     input_tokens: Annotated[
         float | None,
-        _assumption("Prompt tokens per request.", "input_tokens", limits.PROMPT_TOKENS),
+        _assumption("Prompt tokens per request.", "input_tokens", flag_limits.PROMPT_TOKENS),
     ] = None,
     output_tokens: Annotated[
         float | None, _assumption("Output tokens per request.", "output_tokens", limits.TOKENS)
@@ -87,7 +87,7 @@ def estimate(
         _assumption(
             "ASSUMED output tokens/s per GPU under batching.",
             "gpu_tokens_per_s",
-            limits.GPU_TOKENS_PER_S,
+            flag_limits.GPU_TOKENS_PER_S,
         ),
     ] = None,
     target_utilization: Annotated[
@@ -99,18 +99,22 @@ def estimate(
     seqs_per_gpu: Annotated[
         float | None,
         _assumption(
-            "Concurrent sequences one GPU's memory holds.", "seqs_per_gpu", limits.SEQUENCES_PER_GPU
+            "Concurrent sequences one GPU's memory holds.",
+            "seqs_per_gpu",
+            flag_limits.SEQUENCES_PER_GPU,
         ),
     ] = None,
     slo: Annotated[
         float | None, _assumption("SLO as a fraction of good requests.", "slo", limits.AVAILABILITY)
     ] = None,
     window_days: Annotated[
-        float | None, _assumption("SLO window, days.", "window_days", limits.SLO_WINDOW_DAYS)
+        float | None, _assumption("SLO window, days.", "window_days", flag_limits.SLO_WINDOW_DAYS)
     ] = None,
     bytes_per_token: Annotated[
         float | None,
-        _assumption("Logged bytes of text per token.", "bytes_per_token", limits.BYTES_PER_TOKEN),
+        _assumption(
+            "Logged bytes of text per token.", "bytes_per_token", flag_limits.BYTES_PER_TOKEN
+        ),
     ] = None,
     zones: Annotated[
         int | None,
@@ -311,11 +315,12 @@ def headroom(
         float,
         typer.Option(
             help="Coefficient of variation of prompt length (1.0: exponential).",
-            callback=within(limits.LENGTH_CV),
+            callback=within(flag_limits.LENGTH_CV),
         ),
     ] = 1.0,
     servers: Annotated[
-        int, typer.Option(help="Replicas behind one queue.", callback=within(limits.POOL_REPLICAS))
+        int,
+        typer.Option(help="Replicas behind one queue.", callback=within(flag_limits.POOL_REPLICAS)),
     ] = 1,
     as_json: JsonOnly = None,
     as_markdown: MarkdownFlag = False,

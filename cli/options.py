@@ -7,7 +7,8 @@
 - `--set path=value` (repeatable) changes the instance document before it is validated
   (models/io/overrides.py).
 - Every numeric flag is strict (`within`): NaN, infinity and a value beyond its bound in
-  models/schema/limits.py exit 2 with a message naming the flag and the bound's reason.
+  models/schema/limits.py or flag_limits.py exit 2 with a message naming the flag and the
+  bound's reason.
   `--jobs` is capped at this machine's CPU count (`capped_at_cores`).
 - `--executor local|ray` says where a solve's subproblems run (`ExecutorOption`); `ray`
   needs the optional extra (`pip install 'fleetplan[ray]'`) and exits 2 without it.

@@ -24,7 +24,7 @@ from models.io.output_kinds import JSON
 from models.physics.efficiency import Efficiency, efficiency_for, engine_report
 from models.physics.error_bands import band_line, band_records
 from models.physics.precision import Precision
-from models.schema import limits
+from models.schema import catalog_limits, flag_limits, limits
 from models.serving.capacity import replica_capacity
 from models.serving.disaggregated import PairLayout, SideDoesNotFit, pair_at_concurrency
 from models.serving.frontier import throughput_frontier
@@ -146,7 +146,7 @@ def perf(
             "--pool-replicas",
             help="Identical replicas behind one router sharing one prompt queue (M/G/c); "
             "the numbers are per replica.",
-            callback=within(limits.POOL_REPLICAS),
+            callback=within(flag_limits.POOL_REPLICAS),
         ),
     ] = 1,
     sweep: Annotated[
@@ -171,7 +171,7 @@ def perf(
             "--concurrency",
             help="Latency at a load, closed loop: C users per replica, each sending the next "
             "request when the last completes.",
-            callback=within(limits.CONCURRENT_USERS),
+            callback=within(flag_limits.CONCURRENT_USERS),
         ),
     ] = None,
     arrivals: Annotated[
@@ -315,7 +315,7 @@ def perf(
             help="Disaggregated pair: prefill workers (with --decode-workers and "
             "--concurrency); each side's layout from --prefill-tp/--prefill-pp/--prefill-ep/"
             "--prefill-dp and the --decode- ones, each defaulting to --tp/--pp/--ep/--dp.",
-            callback=within(limits.POOL_REPLICAS),
+            callback=within(flag_limits.POOL_REPLICAS),
         ),
     ] = None,
     decode_workers: Annotated[
@@ -323,7 +323,7 @@ def perf(
         typer.Option(
             "--decode-workers",
             help="Disaggregated pair: decode workers, each receiving the prompts' KV.",
-            callback=within(limits.POOL_REPLICAS),
+            callback=within(flag_limits.POOL_REPLICAS),
         ),
     ] = None,
     prefill_tp: Annotated[
@@ -397,7 +397,7 @@ def perf(
             help="Disaggregated pair: GB/s of one prompt's KV transfer from a prefill to a "
             "decode worker (default: the slower side's scale-out NICs, GPUs x NIC x the "
             "scale-out fraction).",
-            callback=within(limits.KV_LINK_GB_S),
+            callback=within(catalog_limits.KV_LINK_GB_S),
         ),
     ] = None,
 ) -> None:

@@ -1,11 +1,11 @@
 """`perf`'s flags as one validated record, and the library objects they describe.
 
 `PerfRequest` holds every flag of `perf` under its parameter name. Each numeric flag
-was checked alone as it was parsed (finite, within its bound in models/schema/limits.py:
-`cli.options.within` on its declaration). Building the record checks the rules that tie
-flags together (a p99 at least its mean, a prefix within the prompt, one load mode, one
-drafter, speculation without a load); each broken rule is an `InputError` naming the
-flag, so the command exits 2. The catalog lookups (GPU, model, engine) and the layout
+was checked alone as it was parsed (finite, within its bound in models/schema/limits.py or
+flag_limits.py: `cli.options.within` on its declaration). Building the record checks the
+rules that tie flags together (a p99 at least its mean, a prefix within the prompt, one
+load mode, one drafter, speculation without a load); each broken rule is an `InputError`
+naming the flag, so the command exits 2. The catalog lookups (GPU, model, engine) and the layout
 check run when the objects are asked for (`gpu_spec`, `llm`, `replica_config`,
 `efficiency_source`), each naming its flag too.
 """

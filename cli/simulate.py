@@ -25,7 +25,7 @@ from cli.render.zeros import json_without_negative_zero
 from models.io.documents import read_document
 from models.io.output_files import check_targets, is_stdout, write_text
 from models.io.output_kinds import JSON, MARKDOWN
-from models.schema import limits
+from models.schema import flag_limits, limits
 from models.schema.errors import InputError, Issue
 from models.serving.latency import REQUESTS_PER_USER
 from solver.plan.schema import Plan, no_plan_reason
@@ -67,12 +67,12 @@ def _check_closed_loop_size(
     """A closed loop sends `users` x replicas x REQUESTS_PER_USER requests (every replica
     of the hour replayed counted, `replayed_hour`: --month 3's, not month 0's peak fleet;
     an upper bound for a pair, whose users sit on its decode side); more than
-    `limits.CLOSED_LOOP_REQUESTS` is refused before any replay."""
+    `flag_limits.CLOSED_LOOP_REQUESTS` is refused before any replay."""
     if users is None:
         return
     replicas = sum(pool.count for pool in replayed_hour(plan, hour, month).plan.replicas)
     requests = users * replicas * REQUESTS_PER_USER
-    most = limits.CLOSED_LOOP_REQUESTS
+    most = flag_limits.CLOSED_LOOP_REQUESTS
     if requests > most.count:
         raise _problem(
             "--concurrency",
@@ -274,7 +274,7 @@ def simulate(
     minutes: Annotated[
         float,
         typer.Option(
-            help="Simulated minutes of arrivals.", callback=within(limits.SIMULATED_MINUTES)
+            help="Simulated minutes of arrivals.", callback=within(flag_limits.SIMULATED_MINUTES)
         ),
     ] = 10.0,
     duration_s: Annotated[
@@ -282,18 +282,20 @@ def simulate(
         typer.Option(
             "--duration-s",
             help="Simulated seconds (instead of --minutes).",
-            callback=within(limits.SIMULATED_S),
+            callback=within(flag_limits.SIMULATED_S),
         ),
     ] = None,
     seed: Annotated[
         int,
-        typer.Option(help="Random seed (same seed, same output).", callback=within(limits.SEED)),
+        typer.Option(
+            help="Random seed (same seed, same output).", callback=within(flag_limits.SEED)
+        ),
     ] = 0,
     burstiness: Annotated[
         float,
         typer.Option(
             help="Coefficient of variation of inter-arrival times (1: Poisson).",
-            callback=within(limits.ARRIVAL_CV),
+            callback=within(flag_limits.ARRIVAL_CV),
         ),
     ] = 1.0,
     dispatch: Annotated[
@@ -334,7 +336,7 @@ def simulate(
             "--concurrency",
             help="Closed-loop users per replica (per decode replica of a disaggregated "
             "pair), with --arrivals burst or staggered.",
-            callback=within(limits.CONCURRENT_USERS),
+            callback=within(flag_limits.CONCURRENT_USERS),
         ),
     ] = None,
     hour: Annotated[

@@ -134,6 +134,9 @@ HOUR_VERIFIER_PARTS = {
     "replays) against the hour's pools and demand; held to the hour verifier's rule",
     "solver.verify.day_configs": "policy.max_configs_per_pool over the whole day, from the "
     "hours' pools; held to the hour verifier's rule",
+    "solver.verify.hour_capacity": "each hour's interactive pools against its warm demand "
+    "(region losses after the starts and by the error budget, spot down); held to the hour "
+    "verifier's rule",
 }
 
 

@@ -50,7 +50,7 @@ from models.physics.efficiency import efficiency_for
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
-from models.schema import limits
+from models.schema import flag_limits, limits
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import NUMBER_NOT_BOOLEAN, real, whole
 from models.schema.traffic import HOURS_PER_DAY
@@ -131,23 +131,23 @@ class EstimateAssumptions(BaseModel):
     """Requests in an average day."""
     peak_to_average: real(limits.PEAK_TO_AVERAGE) = 4.0
     """Peak-hour rate over the daily average rate."""
-    latency_s: real(limits.REQUEST_LATENCY_S) = 6.0
+    latency_s: real(flag_limits.REQUEST_LATENCY_S) = 6.0
     """End-to-end seconds per (streamed) request: the W of Little's law."""
-    input_tokens: real(limits.PROMPT_TOKENS) = 1500.0
+    input_tokens: real(flag_limits.PROMPT_TOKENS) = 1500.0
     """Prompt tokens per request."""
     output_tokens: real(limits.TOKENS) = 400.0
     """Output tokens per request."""
-    gpu_tokens_per_s: real(limits.GPU_TOKENS_PER_S) = 2000.0
+    gpu_tokens_per_s: real(flag_limits.GPU_TOKENS_PER_S) = 2000.0
     """Output tokens/s one GPU generates under batching (an assumption to measure)."""
     target_utilization: real(limits.MAX_UTILIZATION) = 0.6
     """Planned utilisation at peak, of both throughput and sequence slots."""
-    seqs_per_gpu: real(limits.SEQUENCES_PER_GPU) = 40.0
+    seqs_per_gpu: real(flag_limits.SEQUENCES_PER_GPU) = 40.0
     """Concurrent sequences one GPU's memory holds (KV cache)."""
     slo: real(limits.AVAILABILITY) = 0.999
     """Target fraction of good requests."""
-    window_days: real(limits.SLO_WINDOW_DAYS) = 30.0
+    window_days: real(flag_limits.SLO_WINDOW_DAYS) = 30.0
     """SLO window in days."""
-    bytes_per_token: real(limits.BYTES_PER_TOKEN) = 4.0
+    bytes_per_token: real(flag_limits.BYTES_PER_TOKEN) = 4.0
     """Bytes of logged text per token (about 4 for English)."""
     zones: whole(SPREAD_ZONES) | None = None
     """Zones (or regions) the fleet spreads over to survive losing one; None: not asked."""

@@ -16,7 +16,7 @@ exhaust the machine or lose data silently:
   plans and golden files, which grow with the fleet, only to the byte limit);
 - a key given twice in one mapping (YAML or JSON), naming both lines.
 
-All limits live in `models/schema/limits.py`.
+All limits on reading live in `models/schema/reading_limits.py`.
 """
 
 import json
@@ -37,7 +37,7 @@ from models.physics.yaml_files import (  # the YAML 1.1 readings refused, with p
     DuplicateKey,
 )
 from models.physics.yaml_files import CheckedLoader as _Loader
-from models.schema import limits
+from models.schema import reading_limits
 from models.schema.errors import InputError, Issue
 
 LineMap = dict[tuple[str | int, ...], int]
@@ -70,8 +70,8 @@ def read_document(path: str | Path, what: str = "instance") -> tuple[Any, Lines]
 
     Raises:
         InputError: naming the file (and line where there is one) when the path is not a
-            readable regular file, breaks a limit of `models/schema/limits.py`, is not UTF-8, is
-            malformed, or gives a key twice.
+            readable regular file, breaks a limit of `models/schema/reading_limits.py`, is not
+            UTF-8, is malformed, or gives a key twice.
     """
     path = Path(path)
     name = str(path)
@@ -153,10 +153,10 @@ def _require_regular(name: str, mode: int, what: str) -> None:
 
 
 def _most_bytes(what: str) -> tuple[int, str]:
-    """The byte limit of a `what` file and its name in models/schema/limits.py."""
+    """The byte limit of a `what` file and its name in models/schema/reading_limits.py."""
     if what in ("plan", "golden"):
-        return limits.MAX_PLAN_BYTES, "MAX_PLAN_BYTES"
-    return limits.MAX_DOCUMENT_BYTES, "MAX_DOCUMENT_BYTES"
+        return reading_limits.MAX_PLAN_BYTES, "MAX_PLAN_BYTES"
+    return reading_limits.MAX_DOCUMENT_BYTES, "MAX_DOCUMENT_BYTES"
 
 
 def _require_small(name: str, size: int, what: str) -> None:
@@ -166,7 +166,7 @@ def _require_small(name: str, size: int, what: str) -> None:
         raise _problem(
             name,
             f"is {size:,} bytes or more; {kind} are limited to {most:,} bytes "
-            f"({most / 2**20:g} MiB, {constant} in models/schema/limits.py)",
+            f"({most / 2**20:g} MiB, {constant} in models/schema/reading_limits.py)",
         )
 
 
@@ -315,7 +315,7 @@ def _check_yaml_events(text: str, name: str) -> None:
         line = event.start_mark.line + 1
         if isinstance(event, yaml.CollectionStartEvent):
             frames.append([1, event.anchor])
-            if len(frames) > limits.MAX_NESTING_DEPTH:
+            if len(frames) > reading_limits.MAX_NESTING_DEPTH:
                 raise _problem(name, _depth_message(), line)
             total += 1
         elif isinstance(event, yaml.CollectionEndEvent):
@@ -339,7 +339,7 @@ def _check_yaml_events(text: str, name: str) -> None:
             total += size
             if frames:
                 frames[-1][0] += size
-        if total > limits.MAX_DOCUMENT_NODES:
+        if total > reading_limits.MAX_DOCUMENT_NODES:
             raise _problem(name, _nodes_message(), line)
 
 
@@ -352,16 +352,17 @@ def _value_problem(error: Exception) -> str:
 
 def _depth_message() -> str:
     return (
-        f"nesting deeper than {limits.MAX_NESTING_DEPTH} levels (MAX_NESTING_DEPTH in "
-        "models/schema/limits.py; fleetplan's own files nest at most 7)"
+        f"nesting deeper than {reading_limits.MAX_NESTING_DEPTH} levels (MAX_NESTING_DEPTH in "
+        "models/schema/reading_limits.py; fleetplan's own files nest at most 7)"
     )
 
 
 def _nodes_message(yaml_aliases: bool = True) -> str:
     where = " after YAML alias expansion" if yaml_aliases else ""
     return (
-        f"more than {limits.MAX_DOCUMENT_NODES:,} values{where} (MAX_DOCUMENT_NODES in "
-        "models/schema/limits.py): too large" + (", or an alias bomb" if yaml_aliases else "")
+        f"more than {reading_limits.MAX_DOCUMENT_NODES:,} values{where} (MAX_DOCUMENT_NODES in "
+        "models/schema/reading_limits.py): too large"
+        + (", or an alias bomb" if yaml_aliases else "")
     )
 
 
@@ -436,7 +437,7 @@ def _parse_json(text: str, name: str, what: str) -> tuple[Any, Lines]:
         raise _problem(name, _depth_message()) from None
     except ValueError as error:
         raise _problem(name, f"JSON value cannot be read: {_value_problem(error)}") from None
-    _check_tree(data, name, limits.MAX_DOCUMENT_NODES if what in _AS_INSTANCES else None)
+    _check_tree(data, name, reading_limits.MAX_DOCUMENT_NODES if what in _AS_INSTANCES else None)
     return data, _LazyLines(text)
 
 
@@ -451,7 +452,7 @@ def _check_tree(data: Any, name: str, max_nodes: int | None) -> None:
         if max_nodes is not None and count > max_nodes:
             raise _problem(name, _nodes_message(yaml_aliases=False))
         if isinstance(value, (dict, list)):
-            if depth > limits.MAX_NESTING_DEPTH:
+            if depth > reading_limits.MAX_NESTING_DEPTH:
                 raise _problem(name, _depth_message())
             children = value.values() if isinstance(value, dict) else value
             stack.extend((child, depth + 1) for child in children)

@@ -43,7 +43,7 @@ from pydantic import ValidationError
 from models.io.documents import read_document
 from models.physics.llm import Attention, LlmSpec
 from models.physics.precision import Precision
-from models.schema import limits
+from models.schema import catalog_limits
 from models.schema.errors import InputError
 
 
@@ -287,7 +287,7 @@ def _qwen3_hybrid(c: _Config) -> Fields:
     layer_types = c.items("layer_types", c.integer("num_hidden_layers", least=1)) or None
     if layer_types is None and "full_attention_interval" in c.data:  # transformers' default
         interval = c.integer("full_attention_interval", least=1)
-        layers = c.integer("num_hidden_layers", least=1, most=int(limits.LAYERS.high))
+        layers = c.integer("num_hidden_layers", least=1, most=int(catalog_limits.LAYERS.high))
         full = {i for i in range(layers) if (i + 1) % interval == 0}
         layer_types = ["full_attention" if i in full else "linear_attention" for i in range(layers)]
     if not isinstance(layer_types, list) or not layer_types:

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from models.io.documents import LineMap, Lines, dotted, read_document
-from models.schema import limits
+from models.schema import reading_limits
 from models.schema.checks import cross_check
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
@@ -86,11 +86,11 @@ def validate_instance(
 def capped(file: str, issues: list[Issue], total: int) -> list[Issue]:
     """The first `MAX_ISSUES_REPORTED` of `total` issues, then one that counts the rest
     (every reader's list of problems: a plan of 50,000 bad pools printed 50,000 lines)."""
-    if total <= limits.MAX_ISSUES_REPORTED:
+    if total <= reading_limits.MAX_ISSUES_REPORTED:
         return issues
-    rest = total - limits.MAX_ISSUES_REPORTED
+    rest = total - reading_limits.MAX_ISSUES_REPORTED
     return [
-        *issues[: limits.MAX_ISSUES_REPORTED],
+        *issues[: reading_limits.MAX_ISSUES_REPORTED],
         Issue(file, None, "", f"... and {rest:,} more problems (MAX_ISSUES_REPORTED)"),
     ]
 
@@ -112,7 +112,7 @@ def schema_issues(
     document writes it and the value shown; at most `MAX_ISSUES_REPORTED`, then a count.
     An unknown key like no field is said to be unknown with `unknown_key` where given
     (a plan's: another version's key), else with the fields allowed there."""
-    shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
+    shown = error.errors()[: reading_limits.MAX_ISSUES_REPORTED]
     issues = [_issue_from_pydantic(item, file, lines, data, model, unknown_key) for item in shown]
     return capped(file, issues, error.error_count())
 

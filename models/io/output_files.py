@@ -164,7 +164,7 @@ def _is_instance(target: Path, info: os.stat_result) -> bool:
     file unchanged since it was last judged (same inode, size and time) is not read
     again."""
     from models.io.documents import INSTANCE_SUFFIXES, read_document
-    from models.schema.limits import MAX_DOCUMENT_BYTES
+    from models.schema.reading_limits import MAX_DOCUMENT_BYTES
 
     if target.suffix.lower() not in INSTANCE_SUFFIXES or info.st_size > MAX_DOCUMENT_BYTES:
         return False

@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from models.schema.limits import MAX_PLAN_BYTES
+from models.schema.reading_limits import MAX_PLAN_BYTES
 
 HEAD_BYTES = 64 * 2**10
 """How much of a file the text kinds read to judge it (their marks are at the top)."""

@@ -13,7 +13,7 @@ from models.physics import catalog
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
-from models.schema import limits
+from models.schema import limits, reading_limits
 from models.schema.quantities import NUMBER_NOT_BOOLEAN, ONCE_EACH, FilePath, LoraRank, at_most
 from models.schema.strict import STRICT
 
@@ -28,7 +28,7 @@ def _overridable(spec: type[BaseModel], entry_name: str, doc: str) -> type[BaseM
             str,
             Field(
                 min_length=1,
-                max_length=limits.MAX_NAME_CHARS,
+                max_length=reading_limits.MAX_NAME_CHARS,
                 description="Catalog name; a name the catalog lacks defines a new entry "
                 "inline, with every field given.",
             ),
@@ -77,7 +77,7 @@ class ModelEntry(LlmOverrides):  # type: ignore[misc, valid-type]
     """Weight precisions the planner may choose from."""
     kv_precision: Precision | None = None
     """KV-cache precision; default: the weight precision, but never below fp8."""
-    base: str | None = Field(default=None, min_length=1, max_length=limits.MAX_NAME_CHARS)
+    base: str | None = Field(default=None, min_length=1, max_length=reading_limits.MAX_NAME_CHARS)
     """This entry is a LoRA adapter of `base` (another `models` entry or a catalog model):
     it inherits the base's architecture and may be served by the base's replicas."""
     rank: LoraRank | None = None

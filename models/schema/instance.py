@@ -26,7 +26,7 @@ from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.profile_files import is_profile_file
 from models.physics.speculative import Speculation
-from models.schema import limits
+from models.schema import limits, reading_limits
 from models.schema.catalog_entries import (
     GpuEntry,
     ModelEntry,
@@ -95,7 +95,7 @@ class Region(BaseModel):
 
     model_config = STRICT
 
-    name: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS)
+    name: str = Field(min_length=1, max_length=reading_limits.MAX_NAME_CHARS)
     """The region's name, as `demand`, `links` and the plan refer to it."""
     supply: Annotated[dict[str, Supply], at_most(limits.GPU_TYPES)] = Field(default_factory=dict)
     """Per GPU type: how many more can be had, at what price."""
@@ -173,9 +173,9 @@ class Workload(BaseModel):
 
     model_config = STRICT
 
-    name: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS)
+    name: str = Field(min_length=1, max_length=reading_limits.MAX_NAME_CHARS)
     """The workload's name, as the plan and `--set workloads[NAME]` refer to it."""
-    model: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS)
+    model: str = Field(min_length=1, max_length=reading_limits.MAX_NAME_CHARS)
     """Name of an entry in `models`."""
     demand: Annotated[dict[str, Demand], at_most(limits.REGIONS)] = Field(min_length=1)
     """Per region: a daily volume with a peak factor, or a peak rate."""
@@ -278,7 +278,7 @@ class Instance(BaseModel):
 
     model_config = STRICT
 
-    name: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS)
+    name: str = Field(min_length=1, max_length=reading_limits.MAX_NAME_CHARS)
     """The instance's name (shown on every report)."""
     description: str = ""
     """Free text: what the instance is about."""

@@ -6,38 +6,16 @@ mistake, a typo or a hostile file (`.inf`, `1e308`, `10**37`) is. Reading is bou
 that no file can hang or exhaust the machine. The schema (`models/schema/quantities.py`), the
 reader (`models/io/loading.py`) and the program-size check use these constants and nothing
 else; change a limit here and every message that names it follows.
+
+This module holds the list lengths and the bounds on the instance's values; three rooms
+beside it hold the rest, each with its reasons: reading a file (models.schema.reading_limits),
+a catalog entry's hardware and architecture (models.schema.catalog_limits), and the
+calculators' command-line flags and replays (models.schema.flag_limits). The program's size
+is models.schema.program_limits.
 """
 
 import os
 from dataclasses import dataclass, replace
-
-# --- reading files ----------------------------------------------------------------------
-
-MAX_DOCUMENT_BYTES = 8 * 2**20
-"""8 MiB: the largest instance the list limits below allow is about 2 MB of YAML; plans
-are larger but JSON parses at ~30 MB/s. A bigger file is junk, not a fleet."""
-MAX_PLAN_BYTES = 64 * 2**20
-"""64 MiB: a plan (or golden result) fleetplan wrote itself and reads back (`simulate`,
-`verify`): a 12-month hourly plan of 5 regions x 5 workloads is about 11 MB of indented
-JSON (each month's 24 hours state their pools and scenarios), so the instance limit
-would refuse plans the tool writes; JSON parses at ~30 MB/s, a couple of seconds here."""
-MAX_NESTING_DEPTH = 32
-"""Containers inside containers: fleetplan's own files nest at most 7 levels (an
-`explain --json` report); 100,000 levels would crash a recursive parser."""
-MAX_DOCUMENT_NODES = 250_000
-"""Values (scalars, lists, mappings) of a YAML file after alias expansion: the largest
-instance the list limits allow has about 160,000; PyYAML builds roughly 100,000 values a
-second, so this bounds a read to seconds, and a billion-laughs file (10^9) is refused
-after reading a few hundred bytes."""
-MAX_ISSUES_REPORTED = 50
-"""Problems listed for one file; the rest are counted (a file of 10^5 junk keys would
-otherwise print 10^5 lines)."""
-MAX_NAME_CHARS = 256
-"""Longest name an instance may give (the instance, a region, a workload, a GPU or model
-entry): real ones run to some 40 characters (a Hugging Face id); a name of 100,000
-characters hung `report` past 20 s while the charts laid out their tick labels."""
-MAX_PATH_CHARS = 4096
-"""Longest file path an instance may name (an engine profile file): Linux's PATH_MAX."""
 
 # --- list lengths -----------------------------------------------------------------------
 
@@ -97,6 +75,10 @@ class Bound:
     low_why: str = ""
 
 
+STEP_OVERFLOW = "far below it a step takes over 10^154 s and its square overflows"
+"""Why a physics figure has a floor above zero: a GPU's bandwidths and compute
+(models.schema.catalog_limits) and an engine's efficiency."""
+
 # --- traffic ----------------------------------------------------------------------------
 
 REQUEST_RATE = Bound(
@@ -133,8 +115,9 @@ DATASET_LENGTH_CV = Bound(
     "10x the length spread of a conversation dataset (ShareGPT's is about 1)",
     low_open=False,
 )
-"""`perf --length-cv` (it was named LENGTH_CV too, and the flags' LENGTH_CV below, defined
-later, replaced it: the flag took up to 100)."""
+"""`perf --length-cv` (it was named LENGTH_CV too, and the flags' LENGTH_CV, then defined later in
+this module, replaced it: the flag took up to 100; the flags' bounds are now
+models.schema.flag_limits)."""
 PEAK_TO_AVERAGE = Bound(
     100,
     "",
@@ -295,65 +278,6 @@ BATCH_SEQUENCES = Bound(
     low_open=False,
 )
 
-# --- hardware ---------------------------------------------------------------------------
-
-HBM_GIB = Bound(4096, "GiB", "14x the largest GPU memory shipped, 288 GB")
-_STEP_OVERFLOW = "far below it a step takes over 10^154 s and its square overflows"
-HBM_TB_S = Bound(
-    100,
-    "TB/s",
-    "12x the fastest HBM shipped, 8 TB/s",
-    low=0.01,
-    low_open=False,
-    low_why="10 GB/s, under one DDR4 channel (25 GB/s); the slowest GPU memory, an L4's, "
-    "moves 0.3 TB/s; " + _STEP_OVERFLOW,
-)
-TFLOPS = Bound(
-    100_000,
-    "TFLOPS",
-    "7x the densest FP4 peak announced, about 15,000 TFLOPS",
-    low=0.1,
-    low_open=False,
-    low_why="a CPU socket's matrix units reach a few TFLOPS, a T4 65; " + _STEP_OVERFLOW,
-)
-SCALEUP_GB_S = Bound(
-    10_000,
-    "GB/s",
-    "11x NVLink 5, 900 GB/s per direction",
-    low=0.1,
-    low_open=False,
-    low_why="a PCIe 1.0 lane moves 0.25 GB/s; " + _STEP_OVERFLOW,
-)
-KV_LINK_GB_S = Bound(
-    SCALEUP_GB_S.high,
-    "GB/s",
-    SCALEUP_GB_S.why + "; at least 0.01 GB/s (80 Mbit/s), where a 1 GB prompt's KV already "
-    "takes 100 s to move: far below it the figures underflow (1e-300 GB/s gave a TPOT of 0)",
-    low=0.01,
-    low_open=False,
-)
-SCALEOUT_GBIT_S = Bound(
-    10_000,
-    "Gbit/s",
-    "12x the fastest NICs shipped, 800 Gbit/s",
-    low=0.1,
-    low_open=False,
-    low_why="100 Mbit/s Ethernet; far below it a KV transfer or a cross-node all-reduce "
-    "takes over 10^154 s",
-)
-GPUS_PER_NODE = Bound(
-    1024, "GPUs", "announced scale-up domains reach 576 GPUs", low=1.0, low_open=False
-)
-POWER_W = Bound(10_000, "W", "7x the hungriest GPU board, about 1,400 W")
-SM_COUNT = Bound(1024, "SMs", "7x the largest GPU's 148", low=1.0, low_open=False)
-
-# --- model architecture -----------------------------------------------------------------
-
-LAYERS = Bound(1024, "layers", "8x the deepest released LLM, 126 layers", low=1.0, low_open=False)
-SHAPE = Bound(2**20, "", "4x the largest released shape, a vocabulary of 256,000", low_open=False)
-PARAMS_B = Bound(100_000, "billion parameters", "50x the largest published model, about 2,000 B")
-
-
 # --- time, pricing tiers, co-location ---------------------------------------------------
 
 UTC_OFFSET_HOURS = Bound(
@@ -457,7 +381,7 @@ EFFICIENCY_FRACTION = Bound(
     low=0.01,
     low_open=False,
     low_why="an engine reaching under 1% of peak is misconfigured (the calibrated fractions "
-    "lie between 0.19 and 1); " + _STEP_OVERFLOW,
+    "lie between 0.19 and 1); " + STEP_OVERFLOW,
 )
 DEMAND_GROWTH = Bound(
     1_000,
@@ -482,105 +406,6 @@ DRAFT_COST_RATIO = Bound(
 SPECULATIVE_OPTIONS = Most(
     16, "speculative options", "each doubles the candidates of every workload it applies to"
 )
-
-# --- the calculators' command-line flags ------------------------------------------------
-
-POOL_REPLICAS = Bound(
-    10_000,
-    "replicas",
-    "10,000 replicas behind one router's queue is a whole large fleet as one queue; the "
-    "M/G/c wait sums c terms, so 10^9 replicas would hang the command",
-    low=1.0,
-    low_open=False,
-)
-CONCURRENT_USERS = Bound(
-    1e9,
-    "users",
-    "Little's law at the largest request rate (10^7 requests/s) held 100 s each",
-)
-PROMPT_TOKENS = Bound(TOKENS.high, "tokens", TOKENS.why + "; a prompt may be empty", low_open=False)
-GPU_TOKENS_PER_S = Bound(
-    1e6,
-    "tokens/s",
-    "30x the best published output throughput of one GPU on a small model, about 30,000 tokens/s",
-)
-SEQUENCES_PER_GPU = Bound(BATCH_SEQUENCES.high, "sequences", BATCH_SEQUENCES.why)
-REQUEST_LATENCY_S = Bound(
-    86_400,
-    "s",
-    "a request in flight for over a day is a batch job, not a latency",
-    low=1e-3,
-    low_open=False,
-    low_why="a request takes at least one engine step, about a millisecond; at 1e-300 s "
-    "Little's law held 0 requests in flight and sized 0.0 GPUs by concurrency",
-)
-SLO_WINDOW_DAYS = Bound(
-    3_660,
-    "days",
-    "SLO windows run 7 to 90 days; ten years is no window",
-    low=3.0,
-    low_open=False,
-    low_why="the ticket alert looks back 3 days (SRE Workbook); a shorter SLO window is "
-    "shorter than the alert's own (1e-300 days read burn thresholds of 0.0x, a budget of 0 min)",
-)
-BYTES_PER_TOKEN = Bound(
-    1_000, "bytes", "text runs about 4 bytes a token; 1,000 bytes a token is a units mistake"
-)
-LENGTH_CV = Bound(
-    100,
-    "",
-    "prompt lengths and inter-arrival gaps of real traffic have a coefficient of variation "
-    "of a few units; 100 is a units mistake",
-    low_open=False,
-)
-ARRIVAL_CV = Bound(
-    LENGTH_CV.high,
-    "",
-    LENGTH_CV.why,
-    low=0.01,
-    low_open=False,
-    low_why="0.01 is clockwork arrivals; at 1e-300 the gamma gaps' shape 1/cv^2 overflowed "
-    "(ZeroDivisionError)",
-)
-SIMULATED_MINUTES = Bound(
-    1_440, "minutes", "the replay holds the peak rate steady, and no peak lasts a day"
-)
-SIMULATED_S = Bound(SIMULATED_MINUTES.high * 60, "s", SIMULATED_MINUTES.why)
-SEED = Bound(
-    2**64 - 1,
-    "",
-    "a random seed is a non-negative integer; 64 bits tell more runs apart than anyone makes",
-    low_open=False,
-)
-
-
-REPLAY_ROUTER_STEPS = Most(
-    100_000_000,
-    "router steps in one open-arrival replay (requests x the replicas each is chosen among, "
-    "summed over the runs: one, one per engine effect off, ~8 for the tolerance)",
-    "the router scans every replica of its pool for each request: ~1.5 million steps a "
-    "second on one loaded core (360,000 requests among 97 replicas took 23 s), so 10^8 is "
-    "about a minute; one second of three 10^5 requests/s pools of 9,686 replicas "
-    "(2.9 x 10^9, half an hour at that rate) had not ended after a minute, and explain's "
-    "engine effects (120 s of arrivals, five runs) hung past its time limit with it",
-)
-
-REPLAY_REQUESTS = Most(
-    500_000,
-    "requests in one run of an open-arrival replay (the plan's load x the duration)",
-    "the replay runs ~10,000 requests a CPU-second whatever its router scans (one 20 "
-    "requests/s replica for a day, 1.7 x 10^6 requests, ran past 100 s), so 500,000 is about "
-    "a minute a run",
-)
-
-CLOSED_LOOP_REQUESTS = Most(
-    500_000,
-    "closed-loop requests in one `simulate --arrivals burst|staggered`",
-    "the replay runs ~8,500 requests a CPU-second (24 replicas x 1,000 users x 10 requests "
-    "= 240,000 took 28 s on one core), so 500,000 is about a minute; 10^9 users would run "
-    "for days or exhaust memory",
-)
-
 
 THREADS = Bound(
     1024, "threads", "the largest servers run 768 hardware threads", low=1.0, low_open=False

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from models.io.numbers import is_decimal
-from models.schema import limits
+from models.schema import catalog_limits, limits, reading_limits
 from models.schema.limits import Bound, Most
 
 
@@ -34,10 +34,10 @@ def describe(value: float) -> str:
 
 def long_name(name: str) -> str | None:
     """Why `name` is too long for a report's line (None where it fits): an instance's
-    names' bound, limits.MAX_NAME_CHARS, for names given elsewhere (a profile's)."""
-    if len(name) <= limits.MAX_NAME_CHARS:
+    names' bound, reading_limits.MAX_NAME_CHARS, for names given elsewhere (a profile's)."""
+    if len(name) <= reading_limits.MAX_NAME_CHARS:
         return None
-    most = limits.MAX_NAME_CHARS
+    most = reading_limits.MAX_NAME_CHARS
     return f"is {len(name):,} characters; a name is at most {most} (MAX_NAME_CHARS)"
 
 
@@ -157,7 +157,7 @@ def whole(bound: Bound) -> Any:
 MAX_PLAN_TEXT_CHARS = 65_536
 """Longest text one field of a plan may hold: the longest a plan writes is a note (396
 characters in the shipped plans) or a shared group's name (members' names of at most
-limits.MAX_NAME_CHARS joined by `+`); a 10 MiB region name in a hand-edited plan was
+reading_limits.MAX_NAME_CHARS joined by `+`); a 10 MiB region name in a hand-edited plan was
 printed whole in two violations (20 MB on stderr)."""
 
 PlanInteger = whole(limits.PLAN_INTEGER)
@@ -222,7 +222,7 @@ def _nameable(path: str) -> str:
 
 
 FilePath = Annotated[
-    str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS), AfterValidator(_nameable)
+    str, Field(min_length=1, max_length=reading_limits.MAX_PATH_CHARS), AfterValidator(_nameable)
 ]
 """A file an input names (an engine profile, a config.json, a grid's base instance)."""
 
@@ -286,27 +286,27 @@ StepLatencyS = real(limits.STEP_LATENCY_S)
 """A fixed per-step or per-collective latency, seconds."""
 BatchSequences = whole(limits.BATCH_SEQUENCES)
 """Sequences an engine keeps in flight."""
-HbmGib = real(limits.HBM_GIB)
+HbmGib = real(catalog_limits.HBM_GIB)
 """Device memory, GiB."""
-HbmTbS = real(limits.HBM_TB_S)
+HbmTbS = real(catalog_limits.HBM_TB_S)
 """Memory bandwidth, TB/s."""
-Tflops = real(limits.TFLOPS)
+Tflops = real(catalog_limits.TFLOPS)
 """Dense peak TFLOPS."""
-ScaleupGbS = real(limits.SCALEUP_GB_S)
+ScaleupGbS = real(catalog_limits.SCALEUP_GB_S)
 """Scale-up bandwidth per GPU per direction, GB/s."""
-ScaleoutGbitS = real(limits.SCALEOUT_GBIT_S)
+ScaleoutGbitS = real(catalog_limits.SCALEOUT_GBIT_S)
 """Scale-out NIC bandwidth per GPU, Gbit/s."""
-GpusPerNode = whole(limits.GPUS_PER_NODE)
+GpusPerNode = whole(catalog_limits.GPUS_PER_NODE)
 """GPUs in one scale-up domain."""
-SmCount = whole(limits.SM_COUNT)
+SmCount = whole(catalog_limits.SM_COUNT)
 """Streaming multiprocessors (compute units) of one GPU."""
-PowerW = real(limits.POWER_W)
+PowerW = real(catalog_limits.POWER_W)
 """Board power, W."""
-Layers = whole(limits.LAYERS)
+Layers = whole(catalog_limits.LAYERS)
 """Transformer blocks."""
-Shape = whole(limits.SHAPE)
+Shape = whole(catalog_limits.SHAPE)
 """An architecture dimension (width, head count, vocabulary, expert count), >= 0."""
-ParamsB = real(limits.PARAMS_B)
+ParamsB = real(catalog_limits.PARAMS_B)
 """Parameters, billions."""
 UtcOffsetHours = real(limits.UTC_OFFSET_HOURS)
 """Local time minus UTC, hours."""

@@ -16,7 +16,7 @@ no normal load keeps no normal replica: all of it is spare. A plan without scena
 fleet written by hand, `{"replicas": [...]}`) states no normal load: all of each pool is
 normal.
 
-Scaling signal. As in the headroom report (`solver.time.report.pool_thresholds`,
+Scaling signal. As in the headroom report (`solver.time.readback.report.pool_thresholds`,
 `models.operations.autoscaling.scaling_thresholds`): the pool's scale-out thresholds on
 KV-cache usage and prefill queue depth, read from the physics of a replica in a pool of
 its normal size n at C = q(n), with the plan's headroom H for the pool (a plan without an

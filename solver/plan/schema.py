@@ -126,7 +126,7 @@ class Plan(BaseModel):
     over the GPUs the bill covers (bought, in whole servers, plus the owned ones in use):
     a server of 8 bought for 3 busy GPUs is 5 idle GPUs (solver.readback.groups). An
     hourly plan states the same share over the day's hours, committed GPUs paid in every
-    hour (solver.time.idle)."""
+    hour (solver.time.readback.idle)."""
     capacity_unit: str = ""
     """The unit of `ReplicaPool.capacity_units_per_replica` (solver.analysis.capacity_report)."""
     colocation: "ColocationSearch | None" = None

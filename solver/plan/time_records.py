@@ -301,7 +301,7 @@ class Month(BaseModel):
     """How the month's shadow prices were computed, or why it has none (month 0: the
     plan's own note)."""
     idle_fraction: Real | None = Field(default=None, ge=0, le=1)
-    """The month's idle share over the GPUs paid, over its day's hours (solver.time.idle;
+    """The month's idle share over the GPUs paid, over its day's hours (solver.time.readback.idle;
     month 0: the plan's own `idle_fraction`, stated here too)."""
     error_budget_minutes_used: tuple["ScenarioBudgetUse", ...] = ()
     """Per region loss, the budget minutes a loss at the month's worst hour spends at

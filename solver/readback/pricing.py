@@ -87,7 +87,7 @@ def pricing_bounds(
 ) -> dict[str, tuple[float, float | None]]:
     """The bounds that fix the plan's discrete choices (see the module text); every other
     integer column is relaxed by `with_bounds(..., relax=True)`. The hourly pricing LP
-    (solver.time.prices) applies them to every period's copy of the program."""
+    (solver.time.readback.prices) applies them to every period's copy of the program."""
     sets = program.sets
     bounds: dict[str, tuple[float, float | None]] = {}
     for pool in sets.pools:

@@ -1,11 +1,11 @@
 """How large a replay is before it runs: the scenario's surviving pools as the plan states
 them (`surviving`), and the open-arrival replay's router steps and requests, refused past
-`limits.REPLAY_ROUTER_STEPS` and `limits.REPLAY_REQUESTS` (`check_replay_size`) so that a
+`flag_limits.REPLAY_ROUTER_STEPS` and `flag_limits.REPLAY_REQUESTS` (`check_replay_size`) so that a
 replay of minutes to hours is said at once, not run."""
 
 import re
 
-from models.schema import limits
+from models.schema import flag_limits
 from models.schema.quantities import counted
 from solver.plan.schema import Plan
 
@@ -35,7 +35,7 @@ def surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, dic
 
 
 class ReplayTooLarge(ValueError):
-    """An open-arrival replay beyond `limits.REPLAY_ROUTER_STEPS`: refused before it runs."""
+    """An open-arrival replay beyond `flag_limits.REPLAY_ROUTER_STEPS`: refused before it runs."""
 
 
 def replay_router_steps(plan: Plan, scenario: str, duration_s: float) -> float:
@@ -49,14 +49,14 @@ def replay_router_steps(plan: Plan, scenario: str, duration_s: float) -> float:
 
 
 def check_replay_size(plan: Plan, scenario: str, duration_s: float, runs: int = 1) -> None:
-    """Refuse an open-arrival replay of more than `limits.REPLAY_ROUTER_STEPS`, or a run of
-    more than `limits.REPLAY_REQUESTS` (one replica's pool passed the steps' bound with
+    """Refuse an open-arrival replay of more than `flag_limits.REPLAY_ROUTER_STEPS`, or a run of
+    more than `flag_limits.REPLAY_REQUESTS` (one replica's pool passed the steps' bound with
     hours of requests), naming the longest duration that fits.
 
     Raises:
         ReplayTooLarge: the replay would take minutes to hours.
     """
-    most = limits.REPLAY_ROUTER_STEPS
+    most = flag_limits.REPLAY_ROUTER_STEPS
     steps = replay_router_steps(plan, scenario, duration_s) * runs
     if steps > most.count:
         longest_s = duration_s * most.count / steps
@@ -66,8 +66,8 @@ def check_replay_size(plan: Plan, scenario: str, duration_s: float, runs: int = 
             f"the longest that fits is {longest_s:.3g} s"
         )
     requests = sum(load * duration_s for _, _, _, load, _ in surviving(plan, scenario))
-    if requests > limits.REPLAY_REQUESTS.count:
-        most = limits.REPLAY_REQUESTS
+    if requests > flag_limits.REPLAY_REQUESTS.count:
+        most = flag_limits.REPLAY_REQUESTS
         raise ReplayTooLarge(
             f"a run of {duration_s:g} s of arrivals at the plan's load sends {requests:,.3g} "
             f"requests; at most {most.count:,} {most.what} ({most.why}); the longest that fits is "

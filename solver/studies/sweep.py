@@ -31,7 +31,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from models.io.documents import DuplicateKey, once_each
 from models.io.loading import validate_instance
-from models.schema import limits
+from models.schema import reading_limits
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
 from models.schema.sweep_grid import MAX_POINTS, Grid, Point, point_document, shown_value
@@ -154,7 +154,7 @@ def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
         handle.seek(0)
         issues: list[Issue] = []
         for number in range(1, 2 * MAX_POINTS + 1):
-            line = handle.readline(limits.MAX_DOCUMENT_BYTES + 1)
+            line = handle.readline(reading_limits.MAX_DOCUMENT_BYTES + 1)
             if not line:
                 break
             try:

@@ -1,8 +1,9 @@
 """The program in time: the horizon (horizon.py: which periods of the day and which month
 one program covers), the periods program (periods.py) as the pipeline's program step
-(step.py), months, batch soaking, spot and failover start, and what the hourly plan
-reports (whole servers and power as a static plan states them, the shadow prices of the
-periods program: prices.py, the idle share over the GPUs paid: idle.py).
+(step.py), months, and the hourly plan read back from the solved program (readback/:
+batch soaking, spot and failover start, and what the hourly plan reports: whole servers
+and power as a static plan states them, the shadow prices of the periods program, the
+idle share over the GPUs paid).
 
 Imports: models.schema, models.operations, models.serving (the phase roles);
 solver.program, solver.candidates, solver.readback, solver.plan, solver.verify (the hour

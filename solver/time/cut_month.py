@@ -248,7 +248,7 @@ def _weighted(pools: tuple[ReplicaPool, ...]) -> tuple[ReplicaPool, ...]:
 
 def _scaled(pool: ReplicaPool, factor: float) -> ReplicaPool:
     """A failover start grown: its replicas times `factor`, rounded up, at their lone
-    capacity (what a start is credited with: solver.time.failover)."""
+    capacity (what a start is credited with: solver.time.readback.failover)."""
     count = math.ceil(pool.count * factor - 1e-9)
     return pool.model_copy(
         update={

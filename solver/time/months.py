@@ -54,8 +54,8 @@ from solver.program.families.pricing import CommittedColumn
 from solver.program.lp import Termination, Variable
 from solver.settings import SolveSettings
 from solver.stages import candidate_table, verified
-from solver.time.failover import error_budgets
 from solver.time.periods import TimeProgram
+from solver.time.readback.failover import error_budgets
 from solver.verify.hours import verify_hours
 from solver.verify.months import keep_hour_checks
 

@@ -31,7 +31,7 @@ whether the fleet fits the point's cap.
 
 Nor is the margin a pool's spot replicas state a requirement: each hour's spot pools
 state u = lambda T / (1 + lambda T) and Q(n u, a), the replicas down at once with the
-policy's confidence a (solver.time.spot), and are restated at the point's a, lambda and
+policy's confidence a (solver.time.readback.spot), and are restated at the point's a, lambda and
 T (a point at a lower confidence asks the same fleet to carry its load with fewer
 replicas down); the verifier's capacity check recomputes Q and judges the fleet on it.
 
@@ -124,7 +124,7 @@ def _pool(instance: Instance, pool: ReplicaPool) -> ReplicaPool:
 
 def _spot(instance: Instance, hour: Hour, entry: SpotReplicas) -> SpotReplicas:
     """`entry` with its share of time down and replicas down at `instance`'s spot terms
-    and confidence, as solver.time.spot states them (an entry without a pool, an offer
+    and confidence, as solver.time.readback.spot states them (an entry without a pool, an offer
     of spot or a confidence stays as it is: the verifier names it)."""
     confidence = instance.policy.spot_confidence
     key = (entry.workload, entry.region, entry.configuration)

@@ -1,6 +1,6 @@
 """The periods program's guards (its hour instances, its pre-solve problems) and its
-read-back into 24 hours, the batch schedule (solver.time.batch) and the error budget
-and headroom report (solver.time.report). The sequence around it (size guard, deadline
+read-back into 24 hours, the batch schedule (solver.time.readback.batch) and the error budget
+and headroom report (solver.time.readback.report). The sequence around it (size guard, deadline
 and its shares, solve, pricing, verification) is the pipeline's one (solver.solve),
 through solver.time.step.
 """
@@ -36,14 +36,14 @@ from solver.program.optimised import Optimised
 from solver.readback.assign import chosen_sizes, read_plan, replica_counts
 from solver.readback.site import region_power, server_purchases, whole_unit_power
 from solver.settings import SolveSettings
-from solver.time.batch import dedicated_pools, hour_soaks
 from solver.time.day_choice import CHOSEN_METHOD, DAY_METHOD, LATE_WHOLE, day_columns
-from solver.time.failover import started_pools, with_started
-from solver.time.idle import hourly_idle_fraction
 from solver.time.months import month_power
 from solver.time.periods import PeriodProgram, TimeProgram, day_periods
-from solver.time.prices import hour_bindings, site_duals
-from solver.time.spot import spot_replicas
+from solver.time.readback.batch import dedicated_pools, hour_soaks
+from solver.time.readback.failover import started_pools, with_started
+from solver.time.readback.idle import hourly_idle_fraction
+from solver.time.readback.prices import hour_bindings, site_duals
+from solver.time.readback.spot import spot_replicas
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -77,12 +77,13 @@ def read_hours(
     in_horizon: bool = False,
 ) -> Plan:
     """The read-back of a solved periods program: the hours with their prices (`duals`
-    gives the pricing LP's duals and the plan's note once it has ended, solver.time.prices),
+    gives the pricing LP's duals and the plan's note once it has ended,
+    solver.time.readback.prices),
     then, for the plan itself (not a later month of its horizon, `in_horizon`, whose
     hours, commitments and cost are all its month keeps: solver.time.months), the
     batch schedule and the error budget."""
-    from solver.time.batch import with_batch
-    from solver.time.report import with_time_report
+    from solver.time.readback.batch import with_batch
+    from solver.time.readback.report import with_time_report
 
     instance = program.instance
     plan = hourly_plan(program, result, values, settings, build_s, duals, not in_horizon)
@@ -204,7 +205,7 @@ def hourly_plan(
     attributed: bool = True,
 ) -> Plan:
     """The 24 hours, the commitments, the peak fleet and the month's cost; with the
-    pricing LP's duals (`priced()`, solver.time.prices: called once the periods are
+    pricing LP's duals (`priced()`, solver.time.readback.prices: called once the periods are
     read), its binding constraints and the power rows' prices; and the day's cost
     attribution, where `attributed` (a later month of a horizon keeps none:
     solver.time.months.Month, so `read_hours` asks for none there)."""

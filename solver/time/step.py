@@ -14,7 +14,7 @@ the sequence calls them:
                  hour
     diagnosis    why it has no solution (the peak period's static diagnosis; a month's
                  inherited commitments)
-    price        its pricing LP (solver.time.prices), run in the background
+    price        its pricing LP (solver.time.readback.prices), run in the background
     read_back    the hours, the batch schedule, the error budget and headroom, with the
                  prices once the pricing LP has ended
     verify       the hour verifier
@@ -58,7 +58,7 @@ from solver.time.held import (
 from solver.time.horizon import Horizon
 from solver.time.months import bound_commitments, month_conflict
 from solver.time.periods import TimeProgram, build_time_program, interactive_table
-from solver.time.prices import credited_hours, priced_hours, pricing_lp
+from solver.time.readback.prices import credited_hours, priced_hours, pricing_lp
 from solver.time.shares import ending_by, expired, kept_until, month_share, retry_share
 from solver.time.solve import hourly_problems, peak_period, period_instances, read_hours
 from solver.verify.hours import verify_hours
@@ -329,13 +329,13 @@ class PeriodsStep:
 
     def credited(self, values: dict[str, float]) -> dict[str, float]:
         """`values` with every pooling step reached credited in every period
-        (solver.time.prices)."""
+        (solver.time.readback.prices)."""
         return credited_hours(self.program, values)
 
     def price(
         self, pricer: Backend, values: dict[str, float], settings: SolveSettings
     ) -> SolveResult:
-        """The pricing LP (solver.time.prices), solved, by what the months after this one
+        """The pricing LP (solver.time.readback.prices), solved, by what the months after this one
         need at the latest (`kept_until`); a month whose time that is already is not
         priced (the plan says so): passing the LP to the backend alone took 8-14 s a
         month on the generated 5 x 8 x 4 instance under load, whatever its limit."""

@@ -3,7 +3,7 @@ solver/ it reads the plan schema and the verifier only): an hourly plan's stated
 `idle_fraction` recomputed from its hours and the instance, trusting no figure the plan
 states beside its decisions (the hours' pools and the GPUs each hour pays):
 
-    idle = 1 - sum_h busy_h / sum_h paid_h        (solver.time.idle, the planner's rule)
+    idle = 1 - sum_h busy_h / sum_h paid_h        (solver.time.readback.idle, the planner's rule)
 
     paid_h = committed GPUs + the owned GPUs the hour uses (min(existing, used) per
              offer) + its on-demand and spot GPUs (hours[h].gpus, held to the hour's

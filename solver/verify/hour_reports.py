@@ -1,7 +1,7 @@
 """The hour verifier's check of the figures an hourly plan reports beside its counts (part
 of solver.verify.hours, held to its rule: from solver/ it reads the plan schema and the
-verifier only), recomputed from the instance and the plan's hours as solver.time.report
-and solver.time.batch state them:
+verifier only), recomputed from the instance and the plan's hours as solver.time.readback.report
+and solver.time.readback.batch state them:
 
 1. Idle hours per day: in each hour, each interactive pool's replicas (and GPUs) times
    1 - min(warm_h / capacity, 1) of its phase (workload, region, role), warm_h the
@@ -16,7 +16,7 @@ and solver.time.batch state them:
    workload's deadline, soaked within [requests_per_day without dedicated replicas,
    else 0; min(requests_per_day, 3,600 x the hours' soak rates)], the soak rate one the
    hours soak at, the dedicated replicas and their cost (D x 24 x GPUs x the tier's
-   price), idle replica-hours before and after the soak (solver.time.batch's rule:
+   price), idle replica-hours before and after the soak (solver.time.readback.batch's rule:
    I_h = N_h (1 - warm_h / K_h), less x / C_b).
 3. Headroom rows: the pool's start time, its stated rate and peak count, and the lag,
    steepest ramp and headroom of `models.operations.autoscaling.pool_headroom`.
@@ -235,7 +235,7 @@ def _idle_before_after(
     instance: Instance, plan: Plan, batch: str, region: str, warm: dict
 ) -> tuple[float, float]:
     """(sum_h I_h, sum_h max(I_h - soaked_h, 0)) over the interactive workloads of the
-    batch workload's model in its region (solver.time.batch's rule, recomputed)."""
+    batch workload's model in its region (solver.time.readback.batch's rule, recomputed)."""
     model = next(w.model for w in instance.workloads if w.name == batch)
     interactive = [w.name for w in instance.workloads if not w.is_batch and w.model == model]
     before = after = 0.0

@@ -87,7 +87,7 @@ def test_binding_families_of_a_plan_without_shadow_prices_are_not_compared():
 def test_every_unpriced_note_says_so_and_the_plan_reads_unpriced():
     from solver.plan.schema import NO_SHADOW_PRICES, SHADOW_PRICE_NOTE, Plan
     from solver.solve import PRICING_TIMED_OUT
-    from solver.time.prices import PRICED_NOTE, UNPRICED_NOTE
+    from solver.time.readback.prices import PRICED_NOTE, UNPRICED_NOTE
 
     for note in (PRICING_TIMED_OUT, UNPRICED_NOTE.format("time_limit")):
         assert NO_SHADOW_PRICES in note

@@ -10,7 +10,7 @@ import time
 import pytest
 import yaml
 
-from models.schema import limits
+from models.schema import reading_limits
 from tests.cli.test_hostile_input import run_checked
 from tests.guards import failing_after
 from tests.paths import ONE_MODEL_ONE_REGION
@@ -123,9 +123,9 @@ def test_a_plan_of_many_bad_pools_lists_the_first_problems_and_counts_the_rest(r
     plan.write_text(json.dumps({"replicas": [{**pool, "tp": 1, "pp": 1, "count": 1}] * 5000}))
     needles = (f"{plan}:1: replicas[0].precision: Input should be",)  # one line: all pools
     result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=needles)
-    rest = 5000 - limits.MAX_ISSUES_REPORTED
+    rest = 5000 - reading_limits.MAX_ISSUES_REPORTED
     assert f"... and {rest:,} more problems" in result.stderr
-    assert len(result.stderr.splitlines()) < limits.MAX_ISSUES_REPORTED + 10
+    assert len(result.stderr.splitlines()) < reading_limits.MAX_ISSUES_REPORTED + 10
 
 
 def test_deploy_of_a_verified_plan_of_a_quarter_million_replicas_ends_in_seconds(run_cli, tmp_path):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from models.schema import limits
+from models.schema import catalog_limits, limits, reading_limits
 from tests.guards import failing_after
 from tests.paths import DEFAULT_INSTANCE
 
@@ -136,7 +136,7 @@ def test_bounds_agree_with_each_other():
     # one link per pair of regions: 100 x 99 / 2
     assert limits.LINKS.count == 100 * 99 // 2 == 4_950
     # a TP or PP degree can fill the largest scale-up domain, no more
-    assert limits.PARALLEL_DEGREE.high == limits.GPUS_PER_NODE.high
+    assert limits.PARALLEL_DEGREE.high == catalog_limits.GPUS_PER_NODE.high
 
 
 def test_threads_beyond_the_cpu_count_are_capped_with_a_warning(run_cli, tmp_path, monkeypatch):
@@ -186,7 +186,7 @@ def test_too_many_parallel_degrees(run_cli, tmp_path):
 
 
 def test_many_problems_are_counted_not_all_printed(run_cli, tmp_path, monkeypatch):
-    monkeypatch.setattr(limits, "MAX_ISSUES_REPORTED", 5)
+    monkeypatch.setattr(reading_limits, "MAX_ISSUES_REPORTED", 5)
     path = tmp_path / "instance.yaml"
     path.write_text(GOOD + "".join(f"junk{i}: 1\n" for i in range(12)))
     result = run_checked(run_cli, "validate", path, needles=("... and 7 more problems",))
@@ -212,9 +212,9 @@ def test_alias_expansion_limit_falls_exactly_at_the_count(run_cli, tmp_path, mon
     path = tmp_path / "instance.yaml"
     path.write_text(text)
     count = _expanded_nodes(yaml.compose(text))
-    monkeypatch.setattr(limits, "MAX_DOCUMENT_NODES", count)
+    monkeypatch.setattr(reading_limits, "MAX_DOCUMENT_NODES", count)
     run_checked(run_cli, "validate", path, code=0)
-    monkeypatch.setattr(limits, "MAX_DOCUMENT_NODES", count - 1)
+    monkeypatch.setattr(reading_limits, "MAX_DOCUMENT_NODES", count - 1)
     run_checked(run_cli, "validate", path, needles=(f"more than {count - 1:,} values", "alias"))
 
 
@@ -246,9 +246,9 @@ def test_nesting_limit_falls_exactly_at_the_depth(run_cli, tmp_path, monkeypatch
     assert depth == 5
     path = tmp_path / f"instance{suffix}"
     path.write_text(GOOD if suffix == ".yaml" else json.dumps(GOOD_DATA))
-    monkeypatch.setattr(limits, "MAX_NESTING_DEPTH", depth)
+    monkeypatch.setattr(reading_limits, "MAX_NESTING_DEPTH", depth)
     run_checked(run_cli, "validate", path, code=0)
-    monkeypatch.setattr(limits, "MAX_NESTING_DEPTH", depth - 1)
+    monkeypatch.setattr(reading_limits, "MAX_NESTING_DEPTH", depth - 1)
     run_checked(run_cli, "validate", path, needles=(f"nesting deeper than {depth - 1} levels",))
 
 
@@ -272,16 +272,16 @@ def test_size_limit_falls_exactly_at_the_byte_count(run_cli, tmp_path, monkeypat
     path = tmp_path / "instance.yaml"
     path.write_text(GOOD)
     size = path.stat().st_size
-    monkeypatch.setattr(limits, "MAX_DOCUMENT_BYTES", size)
+    monkeypatch.setattr(reading_limits, "MAX_DOCUMENT_BYTES", size)
     run_checked(run_cli, "validate", path, code=0)
-    monkeypatch.setattr(limits, "MAX_DOCUMENT_BYTES", size - 1)
+    monkeypatch.setattr(reading_limits, "MAX_DOCUMENT_BYTES", size - 1)
     run_checked(
         run_cli, "validate", path, needles=(f"limited to {size - 1:,} bytes", "MAX_DOCUMENT_BYTES")
     )
 
 
 def test_json_instance_of_junk_keys_is_held_to_the_value_count(run_cli, tmp_path, monkeypatch):
-    monkeypatch.setattr(limits, "MAX_DOCUMENT_NODES", 1_000)
+    monkeypatch.setattr(reading_limits, "MAX_DOCUMENT_NODES", 1_000)
     path = tmp_path / "junk.json"
     path.write_text(json.dumps({**GOOD_DATA, **{f"junk{i}": i for i in range(1_000)}}))
     run_checked(run_cli, "validate", path, needles=("more than 1,000 values",))

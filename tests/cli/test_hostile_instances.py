@@ -8,7 +8,7 @@ import time
 import pytest
 import yaml
 
-from models.schema import limits
+from models.schema import reading_limits
 from models.schema.errors import SHOWN_MESSAGE_CHARS, SHOWN_PATH_CHARS
 from tests.cli.test_hostile_input import run_checked
 from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
@@ -62,13 +62,13 @@ def test_a_name_of_100000_characters_is_refused_naming_the_field(run_cli, tmp_pa
         data["gpus"][0]["name"] = long
     if where == "instance":
         data["name"] = long
-    needles = (f"{field}: is 100,000 characters long; at most {limits.MAX_NAME_CHARS}",)
+    needles = (f"{field}: is 100,000 characters long; at most {reading_limits.MAX_NAME_CHARS}",)
     result = run_checked(run_cli, "validate", _instance(tmp_path, data), needles=needles)
     assert long not in result.stderr, "the message quotes the start of the name only"
 
 
 def test_names_at_the_bound_solve_and_report_in_seconds(run_cli, tmp_path):
-    most = limits.MAX_NAME_CHARS
+    most = reading_limits.MAX_NAME_CHARS
     path = _instance(tmp_path, {**_named("r" * most, "w" * most), "name": "n" * most})
     started = time.process_time()  # CPU: a blow-up, not the machine's load
     run_checked(run_cli, "report", path, "-o", tmp_path / "report.html", code=0)

@@ -10,7 +10,7 @@ import os
 import pytest
 import yaml
 
-from models.schema import limits
+from models.schema import reading_limits
 from tests.cli.test_hostile_input import run_checked
 from tests.guards import failing_after
 from tests.paths import ONE_MODEL_ONE_REGION
@@ -115,7 +115,7 @@ def test_an_alias_bomb_in_a_set_value_is_refused_before_it_is_built(
     """Nine levels of nine aliases are 9^9 (~3.9 x 10^8) values once expanded: refused
     at MAX_DOCUMENT_NODES (lowered to 1,000 here, so the old reader's answer, a type
     error about the name, cannot pass for the limit's)."""
-    monkeypatch.setattr(limits, "MAX_DOCUMENT_NODES", 1_000)
+    monkeypatch.setattr(reading_limits, "MAX_DOCUMENT_NODES", 1_000)
     levels = ["&a0 [x, x, x, x, x, x, x, x, x]"]
     for level in range(1, 9):
         levels.append(f"&a{level} [" + ", ".join([f"*a{level - 1}"] * 9) + "]")

@@ -424,12 +424,12 @@ def test_a_replay_of_more_requests_than_the_bound_is_refused_before_it_runs(run_
     router-step bound (20 x 86,400 s x (1 + 1) = 3.5 x 10^6 steps of 10^8) yet ran past
     100 s: each request costs the replay far more than one router step (~10,000 requests
     a CPU-second), so one replica's pool was held to 5 x 10^7 requests, hours."""
-    from models.schema import limits
+    from models.schema import flag_limits
 
     plan = tmp_path / "plan.json"
     run_checked(run_cli, "solve", ONE_MODEL_ONE_REGION, "--json", plan, code=0)
     requests = 20 * 1440 * 60  # the fixture's 20 requests/s for a day: 1,728,000
-    longest_s = 1440 * 60 * limits.REPLAY_REQUESTS.count / requests
+    longest_s = 1440 * 60 * flag_limits.REPLAY_REQUESTS.count / requests
     needles = ("--minutes", "1.73e+06 requests", f"the longest that fits is {longest_s:.3g} s")
     run_checked(run_cli, "simulate", ONE_MODEL_ONE_REGION, plan, "--minutes", "1440",
                 needles=needles)  # fmt: skip

@@ -5,7 +5,7 @@ silently dropped."""
 import json
 
 from cli.exit_codes import ExitCode
-from models.schema import limits
+from models.schema import catalog_limits, flag_limits
 from models.serving.latency import REQUESTS_PER_USER
 from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
 
@@ -44,7 +44,7 @@ def test_a_vanishing_kv_link_is_refused_naming_the_flag(run_cli):
     result = run_cli(*PAIR, "--kv-link-gb-s", "1e-300")
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "--kv-link-gb-s" in result.stderr and "at least 0.01" in result.stderr
-    at_floor = run_cli(*PAIR, "--kv-link-gb-s", str(limits.KV_LINK_GB_S.low), "--json", "-")
+    at_floor = run_cli(*PAIR, "--kv-link-gb-s", str(catalog_limits.KV_LINK_GB_S.low), "--json", "-")
     assert at_floor.exit_code == 0, at_floor.stderr
 
 
@@ -57,12 +57,12 @@ def test_prefix_affinity_on_a_pair_is_refused_not_dropped(run_cli):
 
 
 def test_simulate_refuses_a_closed_loop_past_the_request_limit_at_once(run_cli, tmp_path):
-    """Users x replicas x 10 requests over limits.CLOSED_LOOP_REQUESTS exits 2 before any
+    """Users x replicas x 10 requests over flag_limits.CLOSED_LOOP_REQUESTS exits 2 before any
     replay (10^9 users ran out of memory, 10^5 ran for many minutes)."""
     instance, plan = INSTANCES / "seed-chat-sizing.yaml", tmp_path / "plan.json"
     assert run_cli("solve", instance, "--json", plan).exit_code == 0
     replicas = sum(pool["count"] for pool in json.loads(plan.read_text())["replicas"])
-    over = limits.CLOSED_LOOP_REQUESTS.count // (replicas * REQUESTS_PER_USER) + 1
+    over = flag_limits.CLOSED_LOOP_REQUESTS.count // (replicas * REQUESTS_PER_USER) + 1
     for users in (over, 10**9):
         result = run_cli("simulate", instance, plan, "--arrivals", "burst",
                          "--concurrency", users, "--no-tolerance")  # fmt: skip

@@ -38,9 +38,9 @@ def test_a_region_with_no_gpu_to_buy_is_named_with_its_field(run_cli, tmp_path):
 def test_a_set_value_is_held_to_the_file_size_limit(run_cli, monkeypatch):
     """`--set` values get the size limit of a file (issue 36: every reader bounded); the
     limit is lowered here so the test needs no 8 MiB argument."""
-    from models.schema import limits
+    from models.schema import reading_limits
 
-    monkeypatch.setattr(limits, "MAX_DOCUMENT_BYTES", 1_000)
+    monkeypatch.setattr(reading_limits, "MAX_DOCUMENT_BYTES", 1_000)
     result = run_cli("validate", INSTANCES / "region-loss-3.yaml", "--set", "name=" + "x" * 2_000)
     assert result.exit_code == 2
     assert "files are limited to 1,000 bytes" in result.stderr

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from models.schema import limits
+from models.schema import flag_limits
 from solver.plan.schema import Plan
 from solver.simulate.replay_size import replay_router_steps
 from tests.guards import failing_after, ticking_clock
@@ -45,12 +45,12 @@ def test_simulate_refuses_a_replay_beyond_the_bound_and_names_what_fits(run_cli,
     # by hand: each region's pool routes RATE x 1 s requests among its replicas (+1)
     steps = sum(RATE * 1.0 * (replicas[row.region] + 1) for row in none.pools)
     assert replay_router_steps(plan, "none", 1.0) == pytest.approx(steps)
-    assert steps > limits.REPLAY_ROUTER_STEPS.count
+    assert steps > flag_limits.REPLAY_ROUTER_STEPS.count
     started = time.process_time()  # CPU: a blow-up, not the machine's load
     result = run_cli("simulate", big, plan_file, "--duration-s", "1", "--no-tolerance")
     assert time.process_time() - started < 30
     assert result.exit_code == 2, result.stderr
-    longest = limits.REPLAY_ROUTER_STEPS.count / steps
+    longest = flag_limits.REPLAY_ROUTER_STEPS.count / steps
     assert f"the longest that fits is {longest:.3g} s" in result.stderr
 
 

@@ -1,8 +1,8 @@
 """Strict numbers on every numeric flag (issue 36), through the real entry point.
 
-NaN, infinity and a value beyond the flag's bound in models/schema/limits.py exit 2 with a
-message that names the flag, before any work (the flags are checked as they are parsed,
-by `cli.options.within`); `--jobs` is capped at the CPU count, with a warning.
+NaN, infinity and a value beyond the flag's bound in models/schema/limits.py or flag_limits.py
+exit 2 with a message that names the flag, before any work (the flags are checked as they
+are parsed, by `cli.options.within`); `--jobs` is capped at the CPU count, with a warning.
 """
 
 import time
@@ -50,8 +50,8 @@ def test_the_flags_found_include_the_calculators_and_the_solver():
 
 @pytest.mark.parametrize(("command", "flag", "kind", "option"), NUMERIC, ids=lambda v: str(v))
 def test_every_numeric_flag_has_a_bound_or_a_cap(command, flag, kind, option):
-    """Each numeric flag is held to a bound of models/schema/limits.py (`within`), capped
-    at the cores (`--jobs`), or named in NOT_BY_WITHIN with what holds it."""
+    """Each numeric flag is held to a bound of models/schema/limits.py or flag_limits.py
+    (`within`), capped at the cores (`--jobs`), or named in NOT_BY_WITHIN with what holds it."""
     if (command, flag) in NOT_BY_WITHIN:
         return
     if flag == "--jobs":
@@ -113,7 +113,7 @@ def test_the_issues_cases_exit_2_naming_the_flag(run_cli, args, message):
 @pytest.mark.parametrize("replicas", [10_001, 10**9])
 def test_a_billion_replicas_behind_one_queue_is_refused_at_once(run_cli, args, replicas):
     """`perf --pool-replicas 1e9` and `headroom --servers 1e9` hung: the M/G/c wait sums
-    c terms. The bound is 10,000 replicas (limits.POOL_REPLICAS); one more is refused."""
+    c terms. The bound is 10,000 replicas (flag_limits.POOL_REPLICAS); one more is refused."""
     flag = "--pool-replicas" if args[0] == "perf" else "--servers"
     started = time.process_time()  # CPU: a blow-up, not the machine's load
     result = run_cli(*args, flag, str(replicas))

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from models.io.documents import read_document
-from models.schema import limits
+from models.schema import reading_limits
 from models.schema.errors import InputError
 
 
@@ -38,11 +38,11 @@ def test_a_plan_is_held_to_the_plan_limit_not_the_instance_one(tmp_path, monkeyp
     path = tmp_path / "plan.json"
     path.write_text('{"instance": "x", "status": "optimal"}')
     size = path.stat().st_size
-    monkeypatch.setattr(limits, "MAX_DOCUMENT_BYTES", size - 1)
-    monkeypatch.setattr(limits, "MAX_PLAN_BYTES", size)
+    monkeypatch.setattr(reading_limits, "MAX_DOCUMENT_BYTES", size - 1)
+    monkeypatch.setattr(reading_limits, "MAX_PLAN_BYTES", size)
     assert read_document(path, what="plan")[0]["status"] == "optimal"
     with pytest.raises(InputError, match="MAX_DOCUMENT_BYTES"):
         read_document(path, what="instance")
-    monkeypatch.setattr(limits, "MAX_PLAN_BYTES", size - 1)
+    monkeypatch.setattr(reading_limits, "MAX_PLAN_BYTES", size - 1)
     with pytest.raises(InputError, match=rf"plan files are limited to {size - 1:,} bytes"):
         read_document(path, what="plan")

@@ -99,6 +99,29 @@ def test_trtllm_bench_json_is_all_at_once_without_a_concurrency(tmp_path):
         read_measurements([path], LLAMA)
 
 
+TRTLLM_SECTIONS = (
+    "performance", "world_info", "dataset", "request_info", "streaming_metrics", "engine"
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("section", TRTLLM_SECTIONS)
+def test_every_trtllm_bench_section_of_another_shape_is_named(tmp_path, section):
+    """Each of the six sections trtllm-bench's report holds (the engine's model among
+    them) read as absent when it is no mapping, and the flags filled its figures: each is
+    refused by name, the other five left as a real report writes them."""
+    report = {
+        "world_info": {"tp_size": 1, "pp_size": 1},
+        "dataset": {"avg_isl": 128, "avg_osl": 128, "num_requests": 64},
+        "performance": {"system_output_throughput_tok_s": 9000.0},
+        section: "map",
+    }
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    needle = f"{section}: 'map' is not a section of trtllm-bench's report"
+    with pytest.raises(InputError, match=needle):
+        read_measurements([path], LLAMA)
+
+
 def test_a_json_result_needs_the_replica_it_ran_on(tmp_path):
     path = tmp_path / "vllm.json"
     path.write_text(json.dumps({"completed": 10, "output_throughput": 5.0, "max_concurrency": 1,

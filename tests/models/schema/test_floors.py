@@ -1,4 +1,5 @@
-"""Floors under the physical quantities of an instance (models/schema/limits.py `low_why`).
+"""Floors under the physical quantities of an instance (`low_why` in models/schema/limits.py
+and catalog_limits.py).
 
 A bandwidth, a FLOP rate or an efficiency of 1e-300 passed validation and crashed the
 physics: a step of 10^300 s squared overflows (`OverflowError`, exit 70). A price or a
@@ -14,7 +15,7 @@ import pytest
 
 from models.io.loading import validate_instance
 from models.physics.catalog import gpu
-from models.schema import limits
+from models.schema import catalog_limits, limits
 from models.schema.errors import InputError
 
 
@@ -47,10 +48,10 @@ def _set(data: dict, path: tuple, value) -> dict:
 
 
 FLOORS = [
-    (("gpus", 0, "hbm_tb_s"), limits.HBM_TB_S, "gpus[0].hbm_tb_s"),
-    (("gpus", 0, "scaleup_gb_s"), limits.SCALEUP_GB_S, "gpus[0].scaleup_gb_s"),
-    (("gpus", 0, "scaleout_gbit_s"), limits.SCALEOUT_GBIT_S, "gpus[0].scaleout_gbit_s"),
-    (("gpus", 0, "dense_tflops", "bf16"), limits.TFLOPS, "dense_tflops.bf16"),
+    (("gpus", 0, "hbm_tb_s"), catalog_limits.HBM_TB_S, "gpus[0].hbm_tb_s"),
+    (("gpus", 0, "scaleup_gb_s"), catalog_limits.SCALEUP_GB_S, "gpus[0].scaleup_gb_s"),
+    (("gpus", 0, "scaleout_gbit_s"), catalog_limits.SCALEOUT_GBIT_S, "gpus[0].scaleout_gbit_s"),
+    (("gpus", 0, "dense_tflops", "bf16"), catalog_limits.TFLOPS, "dense_tflops.bf16"),
     (("gpus", 0, "scaleup_fraction"), limits.EFFICIENCY_FRACTION, "gpus[0].scaleup_fraction"),
     (("efficiency", "hbm_fraction"), limits.EFFICIENCY_FRACTION, "efficiency.hbm_fraction"),
     (
@@ -91,10 +92,10 @@ def test_every_floor_sits_below_every_value_the_catalog_and_calibration_hold():
     at least 10x above them (the slowest memory, an L4-class GPU's, is 0.3 TB/s = 30 x
     0.01)."""
     for spec in (gpu(name) for name in ("a100-80gb-sxm", "h100-sxm", "l40s", "mi300x")):
-        assert spec.hbm_tb_s >= 10 * limits.HBM_TB_S.low
-        assert spec.dense_tflops.bf16 >= 10 * limits.TFLOPS.low
-        assert spec.scaleup_gb_s >= 10 * limits.SCALEUP_GB_S.low
-        assert spec.scaleout_gbit_s >= 10 * limits.SCALEOUT_GBIT_S.low
+        assert spec.hbm_tb_s >= 10 * catalog_limits.HBM_TB_S.low
+        assert spec.dense_tflops.bf16 >= 10 * catalog_limits.TFLOPS.low
+        assert spec.scaleup_gb_s >= 10 * catalog_limits.SCALEUP_GB_S.low
+        assert spec.scaleout_gbit_s >= 10 * catalog_limits.SCALEOUT_GBIT_S.low
 
 
 @pytest.mark.parametrize(
@@ -160,11 +161,11 @@ def test_at_every_hardware_floor_at_once_the_solve_ends_with_an_answer(run_cli, 
         {
             "name": "slowest",
             "hbm_gib": 4096,
-            "hbm_tb_s": limits.HBM_TB_S.low,
-            "dense_tflops": {"bf16": limits.TFLOPS.low},
-            "scaleup_gb_s": limits.SCALEUP_GB_S.low,
+            "hbm_tb_s": catalog_limits.HBM_TB_S.low,
+            "dense_tflops": {"bf16": catalog_limits.TFLOPS.low},
+            "scaleup_gb_s": catalog_limits.SCALEUP_GB_S.low,
             "gpus_per_node": 8,
-            "scaleout_gbit_s": limits.SCALEOUT_GBIT_S.low,
+            "scaleout_gbit_s": catalog_limits.SCALEOUT_GBIT_S.low,
             "tdp_w": 700,
             "price_per_gpu_hour": 1,
         }

@@ -17,7 +17,7 @@ from solver.program.row_names import timed_name
 from solver.readback.pricing import credited_program, priced_rows, pricing_program
 from solver.settings import SolveSettings
 from solver.time.periods import build_time_program
-from solver.time.prices import credited_hours
+from solver.time.readback.prices import credited_hours
 from tests.solver.program.test_program import H100, fake
 from tests.synthetic import instance, workload
 
@@ -97,7 +97,7 @@ def test_a_pool_whose_twin_would_break_a_row_keeps_the_solvers_credit():
 
 def test_an_hourly_plan_is_credited_in_every_period():
     # The same two regions at the peak for 12 hours and at half of it for 12: the periods
-    # program's copies of the pools, credited as the static ones (solver.time.prices).
+    # program's copies of the pools, credited as the static ones (solver.time.readback.prices).
     chat = workload("chat", {r: LOAD for r in PRICES})
     for demand in chat["demand"].values():
         demand["hourly_profile"] = [1.0] * 12 + [0.5] * 12

@@ -18,7 +18,7 @@ import yaml
 from models.io.loading import validate_instance
 from models.operations.time_demand import interactive_grid, warm_grid
 from solver.solve import solve
-from solver.time.report import idle_hours
+from solver.time.readback.report import idle_hours
 from tests.solver.time.test_months import _data, _lone_rps
 
 INSTANCE = """

@@ -1,5 +1,5 @@
 """Shadow prices of hourly plans (issue 32): the periods program priced as an LP with the
-plan's discrete choices fixed (solver.time.prices), its binding rows carrying their period,
+plan's discrete choices fixed (solver.time.readback.prices), its binding rows carrying their period,
 and the power cap's price summed over the periods.
 
 Hand case: as tests/solver/time/test_procurement.py's power dual, one region offering H100

@@ -9,7 +9,7 @@ from models.physics.precision import Precision
 from models.serving.replica import Limit, ReplicaConfig
 from solver.candidates.pools import PoolCurve
 from solver.candidates.table import Candidate
-from solver.time.report import pool_thresholds
+from solver.time.readback.report import pool_thresholds
 from tests import synthetic
 
 CONFIG = ReplicaConfig(

@@ -26,7 +26,7 @@ from solver.solve import solve_program
 from solver.time import months, shares, step
 from solver.time.held import grown_fleet
 from solver.time.horizon import Horizon
-from solver.time.prices import UNPRICED_NOTE
+from solver.time.readback.prices import UNPRICED_NOTE
 from solver.verify.hours import verify_hours
 from tests.solver.decompose.test_by_period import SHAPES, _base, _data
 

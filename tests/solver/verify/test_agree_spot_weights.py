@@ -8,7 +8,7 @@ exit 70 on a 3-region hourly plan with spot ('replicas[1].routing_weight@t00: st
 0.131643 of r00's w01 traffic; its share of the capacity serving it is 1')."""
 
 from solver.plan.schema import Plan
-from solver.verify.hours import _less_spot_down
+from solver.verify.hour_capacity import _less_spot_down
 from solver.verify.totals import _routing_weights
 from tests.solver.time.test_spot_pools import _instance
 

@@ -4,7 +4,7 @@ verdict is the one a fresh verification gives."""
 
 from models.io.loading import validate_instance
 from solver.solve import solve
-from solver.verify import fleet, hours
+from solver.verify import fleet, hour_capacity, hours
 from solver.verify.months import hour_checks, keep_hour_checks
 from tests.solver.time.test_months import _data, _lone_rps
 
@@ -37,7 +37,7 @@ def test_the_horizon_finds_month_0_checked(monkeypatch):
         asked.append(instance.name)
         return real(instance, checked)
 
-    monkeypatch.setattr(hours, "verify", counted)
+    monkeypatch.setattr(hour_capacity, "verify", counted)
     keep_hour_checks(inst)
     hours.verify_hours(inst, month_0)  # its summary states 2 months: its hours are what counts
     alone = len(asked)

@@ -7,7 +7,7 @@ the actual demand of its (workload, region), its capacity per replica at its pea
 its thresholds from the physics of a replica in a pool of that size (`pool_thresholds`).
 
 Error budget of a region loss at UTC hour h, per workload with `slo.availability`
-(solver.time.failover.error_budgets): the warm-rate demand beyond what the warm
+(solver.time.readback.failover.error_budgets): the warm-rate demand beyond what the warm
 survivors serve within reach, for failover_start_s seconds, as minutes of full outage;
 the worst hour is reported, with the replicas started after the loss and, with
 `failure_probability_per_year`, the expected burn lambda x mean_h.
@@ -33,9 +33,9 @@ from solver.candidates.table import Candidate
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import PoolHeadroom
-from solver.time.failover import error_budgets
-from solver.time.idle import soaked_replicas
 from solver.time.periods import TimeProgram
+from solver.time.readback.failover import error_budgets
+from solver.time.readback.idle import soaked_replicas
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -138,11 +138,11 @@ def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
     committed and on-demand GPUs that run nothing counted as idle GPU-hours. A pool's
     idle share is 1 - load / capacity of its phase (workload, region, role), the load at
     the hour's warm rate (what its period is planned at; the autoscaler's headroom is no
-    idle capacity, as batch soaking reads it, solver.time.batch): each phase
+    idle capacity, as batch soaking reads it, solver.time.readback.batch): each phase
     of a prefill/decode pair carries the whole load, as the plan's idle_fraction reads it;
     a shared group's, the mean of its members' (each member's phase capacity counting the
     group's replicas at the member's rate, GroupMember.requests_per_s_per_replica); less
-    the replicas soaking batch work that hour (solver.time.idle.soaked_replicas)."""
+    the replicas soaking batch work that hour (solver.time.readback.idle.soaked_replicas)."""
     warm = warm_grid(instance)  # a (workload, region) with no demand: wholly idle
     grid = {
         key: warm.get(key, (0.0,) * len(rates)) for key, rates in interactive_grid(instance).items()

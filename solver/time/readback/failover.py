@@ -1,7 +1,7 @@
 """Failover with a start time in the hourly plan: the replicas each period starts after a
 region loss (read back from the program, solver.program.families.failover_start), and the error
 budget each loss spends at each hour (recomputed from the physics, the way the verifier
-does it: solver.verify.hours.warm_shortfalls).
+does it: solver.verify.hour_capacity.warm_shortfalls).
 """
 
 from models.operations.failover_budget import expected_burn_minutes_per_year, scenario_budget
@@ -10,7 +10,7 @@ from solver.plan.records import ReplicaPool, ScenarioResult
 from solver.plan.time_records import FailoverStart, Hour, ScenarioBudgetUse
 from solver.program.families.failover_start import FailoverTerms, StartedColumn, failover_terms
 from solver.time.periods import TimeProgram
-from solver.verify.hours import warm_shortfalls
+from solver.verify.hour_capacity import warm_shortfalls
 
 
 def started_pools(
