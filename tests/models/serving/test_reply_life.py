@@ -4,6 +4,7 @@ step, and properties of `BatchModel.tpot_p99_s` (never below the mean gap, risin
 the prompt length at a fixed batch). The simulator's side: tests/models/serving/
 test_pool_slo.py and tests/bench/test_short_reply_tpot_bench.py."""
 
+import itertools
 import math
 
 import pytest
@@ -15,7 +16,8 @@ from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.schema.traffic import TokenDistribution
 from models.serving.batch_model import BatchModel
-from models.serving.replica import MixTokens, ReplicaConfig, Role, TrafficMix
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, TrafficMix
 from models.serving.replica_layout import replica_step_model
 from models.serving.tail.reply_life import ReplyLife, exceedance
 
@@ -104,6 +106,41 @@ def test_a_pool_takes_the_larger_of_its_two_limits():
     limits = [pool._tail_s(backlog, pooled) for pooled in (False, True)]
     assert pool.tail_s() == max(limits)
     assert pool.tail_s() <= lone.tail_s()
+
+
+def test_a_larger_pool_never_carries_less_per_replica():
+    """The pooling ladder credits a pool of n >= P the capacity of P
+    (solver.program.families.pooling: q never falls as the pool grows). Llama 3.1 70B on
+    an H100 TP2 at FP8, prompts 1,500 / p99 4,500 tokens, replies of mean 3 / p99 4,000
+    (most replies a few tokens, a rare long one), 800 ms TTFT and 50 ms TPOT: the evened
+    limit once took the pool's n lambda T prompts, so its chance that a short reply meets
+    no prompt, e^-(n lambda T), vanished as n grew, and q(n) rose to 3.16 requests/s at
+    n = 12 and fell to 0.87 at n = 64; the plan credited the step and the verifier found
+    the pool short (exit 70). A replica meets its own lambda T prompts at every n."""
+    config = ReplicaConfig(gpu("h100-sxm"), llm("llama-3.1-70b"), FP8, FP8, 2, 1, Role.UNIFIED)
+    mix = _mix(1500, 4500, output=3, output_p99=4000)
+    efficiency = efficiency_for(config.gpu, FP8)
+    targets = LatencyTargets(0.8, 0.05)
+    sizes = (1, 2, 4, 8, 12, 16, 32, 64)
+    q = [replica_capacity(config, mix, targets, efficiency, n).requests_per_s for n in sizes]
+    assert all(b >= a for a, b in itertools.pairwise(q)), dict(zip(sizes, q, strict=True))
+    assert q[-1] > 3.16
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    iterations=st.sampled_from([1.0, 2.0, 5.0, 30.0, 300.0]),
+    rate=st.floats(0.5, 40.0),
+    small=st.integers(1, 32),
+    factor=st.integers(2, 8),
+)
+def test_the_p99_gap_never_rises_with_the_pool(iterations, rate, small, factor):
+    """Property: for any reply length and prompt rate below saturation (10 ms of prefill
+    a prompt, so rho = lambda x 10 ms <= 0.4), tail_s at n x factor <= tail_s at n."""
+    fields = dict(iterations=iterations, rate=rate, work_s=0.010, work_square_s2=2 * 0.010**2)
+    lower = _life(pool=float(small), **fields).tail_s()
+    higher = _life(pool=float(small * factor), **fields).tail_s()
+    assert higher <= lower * (1 + 1e-9)
 
 
 def _model(mix: TrafficMix, pool: float = 1, role: Role = Role.UNIFIED) -> BatchModel:
