@@ -84,7 +84,8 @@ two. For n = 1 they are one law.
 Assumptions: arrivals Poisson; prefill ahead of decode in every iteration (the engine
 fills the lane beside the decode tokens); the lane's cap, a reply's iteration never
 longer than a full lane at its batch, bounds tau from above; replies whose lengths spread
-with cv_o count m (1 + cv_o^2) (E[1/m], lognormal lengths) iterations' worth of spread.
+with cv_o count m / (1 + cv_o^2) iterations' worth of spread (E[1/m] = (1 + cv_o^2) / m,
+lognormal lengths).
 Not modelled: in a large pool a short reply meets no prompt at all, since the router
 sends the next request to a replica with fewer in flight (a 2-token reply in a pool of
 37 measures the bare decode step; the first limit prices a whole prompt in 2.5% of them).
