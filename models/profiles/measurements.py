@@ -407,14 +407,12 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
                 )
             )
         filled[key] = value
-    if clashes:
-        raise InputError(clashes)
     if filled["concurrency"] is None and isinstance(document.get("performance"), dict):
         filled["concurrency"] = fields.get("num_requests")  # max throughput: all queued at once
     row = _Row(str(path), None, filled)
     run = row.measurement()
     if run is None:  # named as the file names it where the file gave it (or none did)
-        raise InputError(
+        raise InputError(  # before any clash: a value the file cannot hold is no clash
             [
                 replace(issue, path=f"{keys[issue.path]} ({issue.path})")
                 if issue.path in keys
@@ -423,4 +421,6 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
                 for issue in row.issues
             ]
         )
+    if clashes:
+        raise InputError(clashes)
     return replace(run, keys=tuple(keys.items()))

@@ -1,6 +1,8 @@
 """Hostile input, round twenty-nine: found beside the input fuzz (tests/bench/fuzz_run.py at
 seeds from 2901) and by hand on valid-but-extreme instances."""
 
+import json
+
 import pytest
 
 from tests.cli.test_hostile_input import run_checked
@@ -154,3 +156,29 @@ def test_compare_judges_two_static_plans_on_month_0_whatever_their_growths(run_c
     result = run_checked(run_cli, "compare", base, candidate, code=0)
     assert "not the same demand" not in result.stdout
     assert "$2,336/month less" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("tp", "needle"),
+    [(float("nan"), "world_info.tp_size (tp): nan must be a finite number above 0"),
+     ({"value": 1}, "world_info.tp_size (tp): {'value': 1} is not a number"),
+     (2, "tp: the file records 2, --tp says 1: the file's value is the run's; drop the flag")],
+    ids=["nan", "map", "clash"],
+)  # fmt: skip
+def test_a_trtllm_bench_tp_the_file_cannot_hold_is_named_before_any_clash(
+    run_cli, tmp_path, tp, needle
+):
+    """The input fuzz (seed 2906): a trtllm-bench report whose world_info.tp_size was NaN,
+    a mapping or 31 digits, calibrated with --tp 1, was refused as a clash ("the file
+    records nan, --tp says 1: ... drop the flag"), which sends the user to drop a flag
+    that was right. The file's own value is judged first, named by the file's key; a
+    real clash (2 against 1) still names the flag."""
+    path = tmp_path / "report.json"
+    report = {
+        "world_info": {"tp_size": tp, "pp_size": 1},
+        "dataset": {"avg_isl": 128, "avg_osl": 128, "num_requests": 64},
+        "performance": {"system_output_throughput_tok_s": 9000.0},
+    }
+    path.write_text(json.dumps(report))  # a float NaN is written as JSON's NaN
+    replica = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "bf16", "--tp", "1")
+    run_checked(run_cli, "calibrate", path, *replica, "-o", tmp_path / "p.yaml", needles=(needle,))
