@@ -127,20 +127,28 @@ def test_a_larger_pool_never_carries_less_per_replica():
     assert q[-1] > 3.16
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(
-    iterations=st.sampled_from([1.0, 2.0, 5.0, 30.0, 300.0]),
-    rate=st.floats(0.5, 40.0),
-    small=st.integers(1, 32),
-    factor=st.integers(2, 8),
+    model=st.sampled_from([("llama-3.1-8b", 1), ("llama-3.1-70b", 2)]),
+    output=st.sampled_from([(2, 2), (3, 8), (5, 40), (3, 4000), (20, 60), (300, 900)]),
+    prompt=st.sampled_from([(200, 600), (1500, 4500), (4000, 16000)]),
+    tpot_s=st.sampled_from([0.03, 0.05]),
 )
-def test_the_p99_gap_never_rises_with_the_pool(iterations, rate, small, factor):
-    """Property: for any reply length and prompt rate below saturation (10 ms of prefill
-    a prompt, so rho = lambda x 10 ms <= 0.4), tail_s at n x factor <= tail_s at n."""
-    fields = dict(iterations=iterations, rate=rate, work_s=0.010, work_square_s2=2 * 0.010**2)
-    lower = _life(pool=float(small), **fields).tail_s()
-    higher = _life(pool=float(small * factor), **fields).tail_s()
-    assert higher <= lower * (1 + 1e-9)
+def test_the_capacity_per_replica_never_falls_as_the_pool_grows(model, output, prompt, tpot_s):
+    """Property, the pooling ladder's premise: q(n) per replica is non-decreasing over
+    n = 1..64 (H100 at FP8; short, spread and long replies; short and long prompts). The
+    p99 gap at a fixed load need not be (a reply that meets a prompt in 1-2% of lives
+    has its p99 near the median of the work it meets, which rises as the pool evens the
+    work's spread: 20.05 -> 20.10 ms from n = 2 to 4 at one prompt a second), but the
+    capacity the program credits is; a scan of the 72 combinations found no fall."""
+    name, tp = model
+    config = ReplicaConfig(gpu("h100-sxm"), llm(name), FP8, FP8, tp, 1, Role.UNIFIED)
+    mix = _mix(*prompt, output=output[0], output_p99=output[1])
+    targets = LatencyTargets(0.8 if prompt[0] < 4000 else 2.0, tpot_s)
+    efficiency = efficiency_for(config.gpu, FP8)
+    q = [replica_capacity(config, mix, targets, efficiency, n).requests_per_s
+         for n in (1, 2, 4, 8, 16, 32, 64)]  # fmt: skip
+    assert all(b >= a * (1 - 1e-9) for a, b in itertools.pairwise(q)), q
 
 
 def _model(mix: TrafficMix, pool: float = 1, role: Role = Role.UNIFIED) -> BatchModel:
