@@ -165,6 +165,17 @@ def _quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[rank - 1]
 
 
+def record_token_gaps(
+    gaps: list[tuple[float, int]], now: float, last_token_s: float, advancing: int, fresh: list
+) -> None:
+    """An iteration ending at `now` gives each of the `advancing` decoding sequences a
+    token: those that decoded before the last first tokens waited since `last_token_s`,
+    each of the `fresh` ones (their first tokens' times) since its own first token."""
+    if advancing > len(fresh):
+        gaps.append((now - last_token_s, advancing - len(fresh)))
+    gaps.extend((now - first_s, 1) for first_s in fresh)
+
+
 def _weighted_median(gaps: list[tuple[float, int]]) -> float:
     """Nearest-rank median of values each counted `weight` times (0 for none)."""
     total = sum(weight for _value, weight in gaps)
@@ -320,14 +331,8 @@ def replay_requests(
             while decode_step < until:
                 now += step
                 batch_time += decoding * step
-                if fresh:
-                    if decoding > len(fresh):
-                        gaps.append((now - last_token_s, decoding - len(fresh)))
-                    gaps.extend((now - first_s, 1) for first_s in fresh)
-                    fresh = []
-                else:
-                    gaps.append((now - last_token_s, decoding))
-                last_token_s = now
+                record_token_gaps(gaps, now, last_token_s, decoding, fresh)
+                last_token_s, fresh = now, []
                 decode_step += 1
                 if seated_at <= now:
                     break
@@ -352,9 +357,7 @@ def replay_requests(
         now += step
         batch_time += advancing * step
         if advancing:  # every decoding sequence gets a token: its gap since its last one
-            if advancing > len(fresh):
-                gaps.append((now - last_token_s, advancing - len(fresh)))
-            gaps.extend((now - first_s, 1) for first_s in fresh)
+            record_token_gaps(gaps, now, last_token_s, advancing, fresh)
             last_token_s, fresh = now, []
         for _ in done:
             prefilling.popleft()  # first come, first served: the finished ones lead

@@ -43,6 +43,7 @@ from models.serving.closed_loop import (
     MAX_ITERATIONS,
     ClosedLoopRun,
     IterationTime,
+    record_token_gaps,
     run_summary,
 )
 
@@ -230,9 +231,7 @@ def replay_preempting(
         engine.kv_used += advancing + served
         engine.evict()
         if advancing:
-            if advancing > len(fresh):
-                gaps.append((now - last_token_s, advancing - len(fresh)))
-            gaps.extend((now - first_s, 1) for first_s in fresh)
+            record_token_gaps(gaps, now, last_token_s, advancing, fresh)
             last_token_s, fresh = now, []
         for _ in done:
             prefilling.popleft()  # first come, first served: the finished ones lead
