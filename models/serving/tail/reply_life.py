@@ -214,11 +214,16 @@ def exceedance(
     variance `work_var_s2`), U the backlog (0 with probability 1 - `backlog_share`, else
     exponential of mean `backlog_s` / `backlog_share`). No prompt (e^-count): U alone;
     at least one: U + A lognormal of its conditional mean and variance (module
-    docstring)."""
+    docstring).
+
+    Var U = 2 E[U] w - E[U]^2 with w = E[U] / C the mean wait of a request that waits,
+    which stays finite where C is subnormal: a pool of 30 at a vanishing load has C near
+    1e-310, where E[U]^2 (2 / C - 1) is 0 x inf = NaN, and a NaN exceedance is neither
+    above nor below the tail (a root finder's comparisons each read it their own way)."""
     backlog_var_s2 = 0.0
     above_backlog = 0.0
     if backlog_s > 0 and backlog_share > 0:
-        backlog_var_s2 = backlog_s**2 * (2.0 / backlog_share - 1.0)
+        backlog_var_s2 = backlog_s * (2.0 * (backlog_s / backlog_share) - backlog_s)
         above_backlog = backlog_share * math.exp(-room_s * backlog_share / backlog_s)
     if count <= 0 or work_s <= 0:
         return above_backlog

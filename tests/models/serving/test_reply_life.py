@@ -6,9 +6,10 @@ test_pool_slo.py and tests/bench/test_short_reply_tpot_bench.py."""
 
 import itertools
 import math
+import sys
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from models.physics.catalog import gpu, llm
@@ -17,6 +18,7 @@ from models.physics.precision import Precision
 from models.schema.traffic import TokenDistribution
 from models.serving.batch_model import BatchModel
 from models.serving.capacity import replica_capacity
+from models.serving.queueing import erlang_c
 from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, TrafficMix
 from models.serving.replica_layout import replica_step_model
 from models.serving.tail.reply_life import ReplyLife, exceedance
@@ -50,6 +52,73 @@ def test_the_backlog_alone_by_hand():
     and exponential beyond of mean E[U] / C = 20 ms / 0.5 = 40 ms: P(U > 40 ms) =
     0.5 e^-1 = 0.183940."""
     assert exceedance(0.040, 0.0, 0.0, 0.0, 0.020, 0.5) == pytest.approx(0.5 * math.exp(-1))
+
+
+def test_a_subnormal_backlog_share_adds_nothing_and_is_no_nan():
+    """The two prompts of `test_the_exceedance_by_hand` (0.307540) beside a backlog that
+    waits with probability C = 1e-310 (subnormal: 2 / C overflows to inf) for 4 ms when
+    it waits, E[U] = 4e-313 s: Var U = 2 E[U] (E[U] / C) - E[U]^2 = 2 x 4e-313 x 0.004
+    = 3.2e-315 s^2, nothing beside the work's, so P is 0.307540 again. The variance as
+    E[U]^2 (2 / C - 1) was 0 x inf = NaN, and so was the exceedance."""
+    share = 1e-310
+    assert 2.0 / share == math.inf  # the regime: C below 2 / DBL_MAX
+    some = 1 - math.exp(-2.0)
+    mean = 0.1 / some
+    p = exceedance(mean, 2.0, 0.1, 2 * 0.005, 0.004 * share, share)
+    assert p == pytest.approx(0.307540, abs=1e-6)
+    # no prompt: the backlog alone, C e^-(room / 4 ms) = 1e-310 x e^-10
+    alone = exceedance(0.040, 0.0, 0.0, 0.0, 0.004 * share, share)
+    assert alone == pytest.approx(share * math.exp(-10.0), rel=1e-6)
+
+
+@example(share=1e-310, wait_s=0.004, count=2.0)
+@example(share=5e-324, wait_s=0.004, count=1e-9)
+@given(
+    share=st.floats(0.0, 1.0),
+    wait_s=st.floats(1e-6, 10.0),
+    count=st.floats(0.0, 1e4),
+)
+@settings(max_examples=200, deadline=None)
+def test_the_exceedance_is_a_probability(share, wait_s, count):
+    """Property: P(U + A > room) is in [0, 1] for every backlog share C in [0, 1]
+    (subnormal ones included), every conditional wait E[U] / C and prompt count (each
+    prompt s of mean 50 ms, E[s^2] = 2 x 50^2 ms^2), at rooms around the mean work."""
+    for room_s in (1e-6, 0.05, 1.0, 100.0):
+        p = exceedance(room_s, count, count * 0.05, count * 0.005, wait_s * share, share)
+        assert 0.0 <= p <= 1.0, (room_s, p)
+
+
+def test_a_reply_at_vanishing_load_in_a_pool_of_30_is_below_its_tail():
+    """growth-horizon's month 11 (70B on H100 TP2 FP8, prompts 1,500 / p99 6,000): the
+    capacity search's first point, batch 1e-9, in a pool of 30 replicas. A reply lives
+    m t(B) = 210 x 18.36 ms = 3.86 s and meets a prompt with probability
+    1 - e^-(1.82e-10 x 3.86) = 7e-10; its backlog waits with C = Erlang C(30, 30 rho),
+    rho = 1.82e-10 x 0.1035 s = 1.9e-11, about 1e-310 (subnormal). So the exceedance at
+    the mean gap is ~7e-10, 1% below the tail in both limits, and the p99 gap is t(B).
+    It was NaN (`test_a_subnormal_backlog_share_adds_nothing_and_is_no_nan`): bisection
+    happened to read NaN as "not above" and returned t(B) (1 + 1e-14), a regula falsi
+    returned NaN, the point missed its TPOT and the pool of 30 or 31 'cannot meet the
+    SLO at any load' (q = 0): the hour verifier, which pools 12 warm replicas with 19
+    started after lose=eu-west, found them carrying 0 where the program credited
+    12 q(12) + 19 q'(1) = 107.8 requests/s, and solve ended in exit 70."""
+    life = ReplyLife(
+        iterations=210.3,
+        batch=1e-9,
+        mean_s=0.018356585509682,
+        decode_s=0.018356585509337,
+        decode_slope_s=6.82e-5,
+        full_lane_s=0.646,
+        rate=1.816e-10,
+        work_s=0.1035,
+        work_square_s2=0.02004,
+        pool=30,
+    )
+    backlog = life.backlog()
+    assert 0 < backlog[1] < 2.0 / sys.float_info.max  # subnormal: the regime
+    assert backlog[1] == erlang_c(30, 30 * life.prefill_share)
+    for pooled in (False, True):
+        assert life._excess(life.mean_s, backlog, pooled) == pytest.approx(-0.01, abs=1e-8)
+    assert life.tail_s() == life.mean_s
 
 
 def _life(**fields) -> ReplyLife:
