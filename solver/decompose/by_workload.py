@@ -63,7 +63,12 @@ from solver.candidates.replica_dominance import Bounds, sizes_start, with_sizes
 from solver.candidates.swap_dominance import optimal_reduction
 from solver.decompose.join import solve_by_workload
 from solver.decompose.join_values import with_parts_bound
-from solver.decompose.region_bounds import narrower, start_region_rows, with_region_rows
+from solver.decompose.region_bounds import (
+    narrower,
+    rows_tried,
+    start_region_rows,
+    with_region_rows,
+)
 from solver.decompose.regions.join import independent
 from solver.decompose.regions.plan import by_region, covered, first_by_region
 from solver.decompose.warm_start import warm_start
@@ -85,6 +90,14 @@ share of the time limit is left; with more, the whole program is solved from it.
 FULL_SHARE_WHEN_LITTLE_AFTER = True
 """Whether the regions' stage takes all the time left where the whole program would not
 be solved after its share anyway (`_little_after`); off, the bench's `before`."""
+START_BESIDE_REGION_ROWS = False
+"""Whether a solve with region rows and cost levels (no start given) also solves the
+restricted program for a start (solver.decompose.warm_start). Off: with the rows and the
+levels the start no longer shortens the whole program's search, and it takes a core from
+the region programs. chat-3region's whole program, HiGHS 1.16, one thread, seeds 0-2:
+2.66, 2.22, 2.65 s of CPU from the start against 2.17, 2.57, 2.82 s without (424, 379,
+461 against 346, 805, 411 nodes), the same optimum and plan; the restricted solve itself
+costs about 1 s of CPU. On, the bench's `before`."""
 COST_LEVELS = True
 """Whether the whole program is solved with each region's cost level beside its region rows
 (solver.program.cost_levels); a switch for the side-by-side bench."""
@@ -144,18 +157,26 @@ def optimise(
     bounds = {**reduction.bounds, **(bounds or {})} or None
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
     first = settings.limited(_left_s(settings, started)).with_duals(False)
-    rows_ready = None  # the region programs run beside the warm start
+    rows_ready = None  # the region programs, beside the warm start where it runs
+    rowed_only = False  # the region rows and cost levels in place of the warm start
     if (
         backend.capabilities.warm_start
         and narrower(lp, program.lp)
         and _rows_wanted(program, settings)
     ):
-        rows_ready = start_region_rows(program.lp, backend, first, program.region_costs)
+        rowed_only = not _started(settings) and rows_tried(program.lp)
+        rows_ready = start_region_rows(
+            program.lp, backend, first, program.region_costs, beside_start=not rowed_only
+        )
     given = _given_start(program.lp, settings, bounds) if backend.capabilities.warm_start else None
     if joined is not None:  # the join that held starts the search
         start = dict(joined.result.values) if backend.capabilities.warm_start else None
+    elif given is not None:
+        start = given
+    elif rowed_only:
+        start = None
     else:
-        start = given if given is not None else warm_start(program, backend, first, bounds)
+        start = warm_start(program, backend, first, bounds)
     if start is not None:
         start |= sizes_start(reduction.sizes, start)
     one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
@@ -193,6 +214,16 @@ def optimise(
         search_improved=searched[1],
         search_stopped=from_regions and joined.search_stopped,
     )
+
+
+def _started(settings: SolveSettings) -> bool:
+    """Whether a solve with region rows also looks for a start in the restricted program
+    (solver.decompose.warm_start) where no join or given start is at hand: where
+    `START_BESIDE_REGION_ROWS` asks for it, or in a re-solve from a start (a lever's,
+    whose base plan breaks this program's bounds), as before. The region programs then
+    run on every core but the warm start's (solver.decompose.region_bounds.side_threads),
+    else on every core."""
+    return START_BESIDE_REGION_ROWS or settings.start is not None
 
 
 def _rows_wanted(program: FleetProgram, settings: SolveSettings) -> bool:

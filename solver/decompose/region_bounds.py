@@ -112,6 +112,19 @@ def region_of(name: str) -> str | None:
     return region if isinstance(region, str) else None
 
 
+def rows_tried(lp: LinearProgram) -> bool:
+    """Whether `region_rows` solves region programs for `lp` (not too small, `MIN_INTEGERS`,
+    and at least two regions named), whatever bounds they then prove."""
+    if sum(var.integer for var in lp.variables.values()) < MIN_INTEGERS:
+        return False
+    regions = set()
+    for name in lp.variables:
+        regions.add(region_of(name))
+        if len(regions - {None}) >= 2:
+            return True
+    return False
+
+
 def region_programs(lp: LinearProgram) -> dict[str, LinearProgram]:
     """P_r for every region some column names (the module docstring)."""
     columns: dict[str, set[str]] = {}
@@ -204,27 +217,33 @@ def _each(run: Callable, programs: list[LinearProgram], threads: int) -> list:
         return list(pool.map(run, programs))
 
 
-def side_threads() -> int:
-    """Threads for the region programs beside the warm start: every core but one, at
-    least one."""
-    return max(1, (os.cpu_count() or 1) - 1)
+def side_threads(beside_start: bool = True) -> int:
+    """Threads for the region programs: beside the warm start every core but one, at
+    least one; with nothing beside them (no warm start) every core."""
+    return max(1, (os.cpu_count() or 1) - (1 if beside_start else 0))
 
 
 def start_region_rows(
-    base: LinearProgram, backend: Backend, settings: SolveSettings, known: dict
+    base: LinearProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    known: dict,
+    beside_start: bool = True,
 ) -> Callable[[], None]:
     """Work out `base`'s rows into `known` (as `with_region_rows` keeps them) in a
     thread, while the caller goes on (the warm start, on the core left to it: the
-    region programs take the others, `side_threads`); the returned function waits for
-    them and raises what the thread raised. Nothing is started where `known` holds
-    `base`'s rows already."""
+    region programs take the others, `side_threads`; every core where `beside_start`
+    is false and the caller only waits); the returned function waits for them and
+    raises what the thread raised. Nothing is started where `known` holds `base`'s
+    rows already. Each program stops at `REGION_NODES`, so its bound, and the rows, are
+    the same however many run at once."""
     if known.get("lp") is base:
         return lambda: None
     outcome: list[BaseException] = []
 
     def work() -> None:
         try:
-            rows = region_rows(base, backend, settings, side_threads())
+            rows = region_rows(base, backend, settings, side_threads(beside_start))
             known.update(lp=base, rows=rows)
         except BaseException as error:  # handed to the waiting caller
             outcome.append(error)

@@ -17,6 +17,11 @@ it is several times smaller. Solved to `START_GAP` within its root (`START_NODES
 plan is the start of the whole solve (solver.backends, `start`), which is then proven to
 the requested gap as before: the optimum is that of the whole program; only the search
 is shorter (nodes and seconds: the README's speed notes).
+
+Where the whole program gets region rows and cost levels (solver.decompose.region_bounds,
+solver.program.cost_levels) a plain solve no longer looks for this start: with them the
+search is no shorter from it (solver.decompose.by_workload.START_BESIDE_REGION_ROWS). A
+re-solve from a start whose plan breaks the program's bounds still does.
 """
 
 from dataclasses import replace

@@ -300,3 +300,51 @@ def test_a_search_from_a_start_works_out_region_rows_only_where_asked(monkeypatc
     assert (len(worked_out), len(rowed)) == (0, 1)  # the base's rows, not worked out again
     for result in (off, on, known):
         assert result.objective == pytest.approx(first.objective, rel=1e-9)
+
+
+def test_rows_are_tried_where_the_program_is_large_and_names_two_regions(monkeypatch):
+    one_region = LinearProgram("one")
+    one_region.add_variable(EAST, upper=64, integer=True)
+    assert not region_bounds.rows_tried(two_region_program())  # 2 integers < MIN_INTEGERS
+    monkeypatch.setattr(region_bounds, "MIN_INTEGERS", 0)
+    assert region_bounds.rows_tried(two_region_program())
+    assert not region_bounds.rows_tried(one_region)
+
+
+@pytest.mark.parametrize("beside", [False, True])
+def test_a_solve_with_region_rows_looks_for_no_restricted_start(monkeypatch, beside):
+    """Where the region programs run (a plain solve, no join, no start given), the
+    restricted program's start (solver.decompose.warm_start) is not solved, and the region
+    programs take every core; `START_BESIDE_REGION_ROWS` on, the bench's `before`: the
+    start beside them, on the core they leave it. The optimum is the same either way."""
+    from solver.decompose import by_workload
+
+    monkeypatch.setattr(region_bounds, "MIN_INTEGERS", 0)
+    monkeypatch.setattr(by_workload, "START_BESIDE_REGION_ROWS", beside)
+    inst = instance(
+        {"east": {"h100-sxm": (64, 2.0)}, "west": {"h100-sxm": (64, 2.3)}},
+        [workload("chat", {"east": 6.0, "west": 3.0}, max_failover_rtt_ms=80)],
+        links=[("east", "west", 40)],
+        survive="region",
+        tensor_parallel=[1, 2],
+        policy={"buy_unit": "node", "max_configs_per_pool": 1},
+    )
+    started, threads = [], []
+    real_start, real_rows = by_workload.warm_start, region_bounds.region_rows
+    monkeypatch.setattr(
+        by_workload, "warm_start", lambda *a, **k: started.append(1) or real_start(*a, **k)
+    )
+    monkeypatch.setattr(
+        region_bounds,
+        "region_rows",
+        lambda lp, backend, settings, threads_=1: (
+            threads.append(threads_) or real_rows(lp, backend, settings, threads_)
+        ),
+    )
+    monkeypatch.setattr(region_bounds.os, "cpu_count", lambda: 4)
+    program = build_program(inst, build_candidates(inst))
+    result = by_workload.optimise(program, get_backend("highs"), SolveSettings(mip_gap=0.0))
+    assert (len(started), threads) == ((1, [3]) if beside else (0, [4]))
+    assert program.region_costs["rows"]
+    cold = get_backend("highs").solve(program.lp, mip_gap=0.0)
+    assert result.result.objective == pytest.approx(cold.objective, abs=1e-6)
