@@ -6,6 +6,7 @@ test_pool_slo.py and tests/bench/test_short_reply_tpot_bench.py."""
 
 import itertools
 import math
+import subprocess
 import sys
 
 import pytest
@@ -21,7 +22,9 @@ from models.serving.capacity import replica_capacity
 from models.serving.queueing import erlang_c
 from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, TrafficMix
 from models.serving.replica_layout import replica_step_model
+from models.serving.tail import reply_life
 from models.serving.tail.reply_life import ReplyLife, exceedance
+from tests.paths import REPO
 
 FP8 = Precision.FP8
 
@@ -164,6 +167,33 @@ def test_the_tail_solves_its_exceedance():
         life_s - 99 * 0.010, 10.0 * life_s, 0.5 * life_s, 10 * life_s * 0.005, mean_u, share_u
     )
     assert p == pytest.approx(0.01, rel=1e-6)
+
+
+def test_a_nan_exceedance_is_refused_not_read_as_below_the_tail(monkeypatch):
+    """A NaN exceedance is neither above the tail nor below it: the bisection read it as
+    "not above" and returned the optimistic answer, t(B) = 20 ms for `_life()` (what hid
+    the subnormal-C NaN of growth-horizon until a pool came out at q = 0). Now the
+    bisection names it."""
+    monkeypatch.setattr(reply_life, "exceedance", lambda *args: math.nan)
+    with pytest.raises(AssertionError, match="NaN exceedance"):
+        _life().tail_s()
+
+
+def test_without_assertions_a_nan_exceedance_is_the_conservative_side():
+    """`python -O` drops the assertion: a NaN then reads as above the tail, so the p99 gap
+    is the lane cap, the longest it may be: `_life()` has t_0' = 0, so the full lane,
+    200 ms (not t(B) = 20 ms)."""
+    code = (
+        "import math\n"
+        "from models.serving.tail import reply_life\n"
+        "from tests.models.serving.test_reply_life import _life\n"
+        "reply_life.exceedance = lambda *args: math.nan\n"
+        "print(repr(_life().tail_s()))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-O", "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert float(run.stdout) == pytest.approx(0.200, rel=1e-12)
 
 
 def test_a_pool_takes_the_larger_of_its_two_limits():
