@@ -576,7 +576,14 @@ class BatchModel:
             step_s = self.step_s(batch)
             rate = batch * self.advance / (self.mix.output * step_s)
             tpot_s = self.tpot_p99_s(batch)
-            found = (step_s, rate, tpot_s, self.ttft_p99_s(batch, step_s, rate))
+            ttft_s = self.ttft_p99_s(batch, step_s, rate)
+            # a NaN is neither within a target nor beyond it: every verdict on it would be
+            # an accident of the comparison's spelling (one check per point computed)
+            assert not (math.isnan(tpot_s) or math.isnan(ttft_s)), (
+                f"the latency model gave p99 TPOT {tpot_s} s and p99 TTFT {ttft_s} s at "
+                f"mean batch {batch:g} (step {step_s} s, {rate} requests/s)"
+            )
+            found = (step_s, rate, tpot_s, ttft_s)
             with _POINTS_LOCK:
                 if len(_POINTS) >= POINTS_KEPT:
                     _POINTS.popitem(last=False)

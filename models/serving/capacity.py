@@ -437,15 +437,23 @@ def _slo_unreachable(
 ) -> ReplicaCapacity:
     """A configuration that misses a target even at vanishing load (`overhead_s` the
     request overhead in its TTFT, named in the reason)."""
-    tpot_missed = targets.tpot_p99_s is not None and floor.tpot_p99_s > targets.tpot_p99_s
-    ttft_missed = targets.ttft_p99_s is not None and floor.ttft_p99_s > targets.ttft_p99_s
+    # missed: not within the target (a NaN included, which the reason then names)
+    tpot_missed = targets.tpot_p99_s is not None and not floor.tpot_p99_s <= targets.tpot_p99_s
+    ttft_missed = targets.ttft_p99_s is not None and not floor.ttft_p99_s <= targets.ttft_p99_s
     return ReplicaCapacity(
         **common,
         meets_slo=False,
         requests_per_s=0.0,
         limit=Limit.COMPUTE if ttft_missed else Limit.TPOT,
         reason=slo_unreachable_reason(
-            config.label, targets, tpot_missed, ttft_missed, best_ttft_s, best_tpot_s, overhead_s
+            config.label,
+            targets,
+            tpot_missed,
+            ttft_missed,
+            best_ttft_s,
+            best_tpot_s,
+            overhead_s,
+            (floor.ttft_p99_s, floor.tpot_p99_s),
         ),
         batch=0.0,
         decode_step_s=floor.step_s,
@@ -521,6 +529,7 @@ def _prefill_capacity(
 
         def margin(rate: float) -> float:
             ttft_s = ttft_at(rate)
+            assert not math.isnan(ttft_s), f"the prefill lane's p99 TTFT at {rate} prompts/s is NaN"
             return signed_margin(math.log(ttft_s / target_s), ttft_s <= target_s)
 
         top = margin(cap)

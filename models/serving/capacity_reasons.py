@@ -126,20 +126,39 @@ def slo_unreachable_reason(
     best_ttft_s: float,
     best_tpot_s: float,
     request_overhead_s: float = 0.0,
+    floor_p99_s: tuple[float, float] | None = None,
 ) -> str:
     """A unified or decode configuration that misses a target even at vanishing load
-    (with the engine profile's request overhead in the TTFT named when there is one)."""
+    (with the engine profile's request overhead in the TTFT named when there is one).
+    `floor_p99_s`: (p99 TTFT, p99 TPOT) the latency model gave at vanishing load; one that
+    is not a number is named as such (it misses every target, and no bound explains it)."""
+    ttft_floor_s, tpot_floor_s = floor_p99_s or (best_ttft_s, best_tpot_s)
     misses = []
-    if tpot_missed:
+    if tpot_missed and math.isnan(tpot_floor_s):
+        misses.append(
+            "the latency model gives no number (NaN) for the p99 TPOT at vanishing load "
+            f"(target {targets.tpot_p99_s * 1e3:g} ms)"  # type: ignore[operator]
+        )
+    elif tpot_missed:
         misses.append(
             f"p99 TPOT >= {best_tpot_s * 1e3:.1f} ms even at batch 1 "
             f"(target {targets.tpot_p99_s * 1e3:g} ms)"  # type: ignore[operator]
         )
-    if ttft_missed:
+    if ttft_missed and math.isnan(ttft_floor_s):
+        misses.append(
+            "the latency model gives no number (NaN) for the p99 TTFT at vanishing load "
+            f"(target {targets.ttft_p99_s * 1e3:g} ms)"  # type: ignore[operator]
+        )
+    elif ttft_missed:
         misses.append(
             f"p99 TTFT >= {best_ttft_s * 1e3:.0f} ms with no queue "
             f"(target {targets.ttft_p99_s * 1e3:g} ms"  # type: ignore[operator]
             f"{overhead_note(request_overhead_s)})"
+        )
+    if not misses:  # never empty: the values the verdict read
+        misses.append(
+            f"p99 TTFT {ttft_floor_s * 1e3:g} ms and p99 TPOT {tpot_floor_s * 1e3:g} ms at "
+            "vanishing load"
         )
     return f"{label} cannot meet the SLO at any load: " + "; ".join(misses)
 

@@ -30,6 +30,12 @@ the hour's pools, the replicas it starts after a loss beside them:
    with x the table's routes (solver.verify.scenarios.region_capacity, the max-flow's
    sink edge). Replica loss: each capacity is the least over the pools of one replica
    lost (that pool n - 1 replicas at q(n - 1)), as solver.verify.scenarios judges it.
+5. Started replicas' figures: each entry of `started_replicas` states the capacity per
+   replica and the limit of a lone replica at the TTFT target less the longest round
+   trip the scenario reroutes to its region (it serves those users too; what the
+   program credits it, solver.program.families.failover_start), recomputed from the
+   physics: the display's started capacity (`pools[].started_requests_per_s`, held to
+   these figures by solver.verify.display) cannot overstate what the program counted.
 
 An hour that states no table at all (a fleet checked at another point's demand by
 solver.studies.sweep, whose tables are its own point's) is left to the hour's max-flow,
@@ -76,7 +82,7 @@ def check_hour_table(
     warm: dict[tuple[str, str], tuple[float, ...]],
     cache: dict,
 ) -> list[Violation]:
-    """Items 1-4 on hour `hour` (plan.hours[index]): the hour's instance (its warm rates
+    """Items 1-5 on hour `hour` (plan.hours[index]): the hour's instance (its warm rates
     `warm` as the demand: models.operations.time_demand.hour_instance) and its
     interactive pools. Hours of one period state one table on the same pools and
     rates: it is checked once (`cache`), its findings named for each hour. An hour that
@@ -123,7 +129,7 @@ def check_peak_table(plan: Plan) -> list[Violation]:
 def _table_findings(
     alone: Instance, hour: Hour, pools: tuple[ReplicaPool, ...], cache: dict
 ) -> list[tuple[str, str]]:
-    """(field path under the table, message) of every finding of items 1-4."""
+    """(field path under the table, message) of every finding of items 1-5."""
     found: list[tuple[str, str]] = []
     policy = {f.name: f for f in failure_scenarios(alone)}
     stated = [result.name for result in hour.scenarios]
@@ -173,6 +179,54 @@ def _table_findings(
             mine = [p for p in recomputed if p.workload == w.name]
             shown = [p for p in pools if w.name in p.workloads and p.count > 0]
             found += _region_loads(f, result, w.name, (mine, shown), rerouted, zones, at, started)
+            found += _started_figures(alone, f, result, w.name, rerouted, at, cache)
+    return found
+
+
+def _started_figures(
+    alone: Instance,
+    f: Scenario,
+    result: ScenarioResult,
+    workload: str,
+    rerouted: dict[str, float],
+    at: str,
+    cache: dict,
+) -> list[tuple[str, str]]:
+    """Item 5 for one workload in one scenario: each started entry's stated capacity
+    per replica and limit against the physics of a lone replica at the TTFT target less
+    the longest round trip f reroutes to its region (it serves those users too: what
+    the program credits it), never against the plan's own figures."""
+    found = []
+    for i, entry in enumerate(result.started_replicas):
+        if entry.workload != workload or entry.members:
+            continue
+        recomputed = pool_physics(alone, (entry,), cache)
+        if not recomputed:
+            continue  # an unknown workload, region or GPU: the hour's capacity check's
+        pool = recomputed[0]
+        rtt = rerouted.get(entry.region, 0.0)
+        rate = pool.rerouted_requests_per_s(1, rtt)
+        stated = entry.requests_per_s_per_replica
+        target = f"the TTFT target less {rtt:g} ms" if rtt > 0 else "the TTFT target"
+        where = f"{at}.started_replicas[{i}]"
+        if stated is not None and not _close_figure(stated, rate):
+            found.append(
+                (
+                    f"{where}.requests_per_s_per_replica",
+                    f"{f.name}: states {stated:.6g} requests/s per replica started in "
+                    f"{entry.region}; a lone replica carries {rate:.6g} at {target} "
+                    "(recomputed)",
+                )
+            )
+        limit = (pool.rerouted_physics(1, rtt) if rtt > 0 else pool.capacity(1)).limit
+        if pool.serves and entry.limit is not None and entry.limit != limit:
+            found.append(
+                (
+                    f"{where}.limit",
+                    f"{f.name}: states limit {entry.limit} for a replica started in "
+                    f"{entry.region}; the physics says {limit} at {target}",
+                )
+            )
     return found
 
 
@@ -393,6 +447,12 @@ def _over(load: float, capacity: float) -> bool:
 
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=DEMAND_TOLERANCE, abs_tol=DEMAND_TOLERANCE)
+
+
+def _close_figure(a: float, b: float) -> bool:
+    """A stated figure against its recomputation (relative 1e-6, as
+    solver.verify.pools compares a pool's)."""
+    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
 
 
 def _listed(pools: tuple[ReplicaPool, ...]) -> str:

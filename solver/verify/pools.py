@@ -103,10 +103,22 @@ class RecomputedPool:
         """Requests/s the pool may carry with `replicas` replicas: n x q(n) x headroom;
         while it serves users rerouted from `rerouted_rtt_ms` away, q(n) at the TTFT
         target less that round trip (`models.operations.scenarios.failover_targets`)."""
+        return replicas * self.rerouted_requests_per_s(replicas, rerouted_rtt_ms) * self.headroom
+
+    def rerouted_requests_per_s(self, replicas: int, rerouted_rtt_ms: float) -> float:
+        """q(n) while the pool serves users rerouted from `rerouted_rtt_ms` away: capacity
+        per replica at the TTFT target less that round trip (`requests_per_s` where it is
+        0 or less), 0 for an empty pool."""
         if rerouted_rtt_ms <= 0:
-            return replicas * self.requests_per_s(replicas) * self.headroom
+            return self.requests_per_s(replicas)
         if replicas < 1 or not self.serves:
             return 0.0
+        return planning_capacity(self.rerouted_physics(replicas, rerouted_rtt_ms)) * self.derate
+
+    def rerouted_physics(self, replicas: int, rerouted_rtt_ms: float) -> ReplicaCapacity:
+        """The physics of one replica in a pool of `replicas` at the TTFT target less
+        `rerouted_rtt_ms` (> 0; computed once per size and round trip; the target's own
+        where that already holds at the tighter one)."""
         key = (replicas, rerouted_rtt_ms)
         if key not in self.failover_physics:
             tighter = failover_targets(self.targets, rerouted_rtt_ms)
@@ -116,9 +128,7 @@ class RecomputedPool:
                 if holds_at_tighter_ttft(normal, tighter)
                 else replica_capacity(self.config, self.mix, tighter, self.efficiency, replicas)
             )
-        return (
-            replicas * planning_capacity(self.failover_physics[key]) * self.derate * self.headroom
-        )
+        return self.failover_physics[key]
 
 
 def margin_of(instance: Instance, config: ReplicaConfig) -> float:

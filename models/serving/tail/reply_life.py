@@ -158,14 +158,20 @@ class ReplyLife:
         low, high = self.mean_s, self._lane_cap_s(pooled)
         if high <= low or self._excess(low, backlog, pooled) <= 0:
             return low
-        if self._excess(high, backlog, pooled) > 0:
+        # "not <= 0": above the tail, and a NaN too (the conservative side, a longer gap),
+        # which the assertion refuses first (checked only on that branch: free below it)
+        excess = self._excess(high, backlog, pooled)
+        if not excess <= 0:
+            assert excess > 0, f"a NaN exceedance at the lane cap, {self}"
             return high
         for _ in range(BISECTIONS):
             middle = math.sqrt(low * high)
-            if self._excess(middle, backlog, pooled) > 0:
-                low = middle
-            else:
+            excess = self._excess(middle, backlog, pooled)
+            if excess <= 0:
                 high = middle
+            else:
+                assert excess > 0, f"a NaN exceedance at a mean gap of {middle} s, {self}"
+                low = middle
         return high
 
     def _feedback(self, pooled: bool) -> float:

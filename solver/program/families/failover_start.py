@@ -54,13 +54,14 @@ from models.operations.failover_budget import budget_minutes_per_month, budgeted
 from models.operations.scenarios import ScenarioKind
 from models.operations.time_demand import failover_window_s, interactive_grid
 from models.schema.instance import Instance
-from models.serving.replica import Role
+from models.serving.replica import Limit, Role
 from solver.program.build import FleetProgram
 from solver.program.families import add_row, register
 from solver.program.families.capacity import CapacityRow
 from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import Constraint, LinearProgram, Sense
 from solver.program.row_names import Index, ReplicasColumn
+from solver.program.sets import Pool, ProgramSets
 
 SECONDS_PER_MINUTE = 60.0
 STARTED_EPSILON = 0.1
@@ -210,6 +211,22 @@ def failover_terms(instance: Instance) -> FailoverTerms:
     return FailoverTerms(failover_window_s(instance), budgets, averages, losses)
 
 
+def started_credit(sets: ProgramSets, scenario: str, pool: Pool) -> tuple[float, Limit]:
+    """q'_c and its limit: what the capacity row credits a replica of `pool` started
+    after the loss `scenario`. It serves the users the loss reroutes to its region too,
+    so its lone capacity at the TTFT target less their longest round trip
+    (`ProgramSets.failover_tiers`' q'(1)); where none may come (or that curve is not
+    tabulated), q(1) at the target. The read-back states this figure
+    (solver.time.readback.failover.started_pools); the verifier recomputes it
+    (solver.verify.hour_scenarios)."""
+    c = pool.candidate
+    rtt_ms = sets.rerouted_rtt.get((scenario, pool.workload, pool.region), 0.0)
+    curve = c.failover_curve(rtt_ms) if rtt_ms > 0 else None
+    if curve is None:
+        return c.requests_per_s, c.limit
+    return curve.requests_per_s(1), curve.lone.limit
+
+
 def add_failover_start(
     lp: LinearProgram,
     program: FleetProgram,
@@ -258,10 +275,7 @@ def add_failover_start(
                             Sense.LE,
                             0.0,
                         )
-                    # a started replica serves the rerouted users too: its lone capacity
-                    # at the TTFT target less their round trip where any may come
-                    rerouted = sets.failover_tiers(f.name, pool)
-                    added[name] = c.requests_per_s if rerouted is None else rerouted[0]
+                    added[name] = started_credit(sets, f.name, pool)[0]
                     started_gpus.setdefault((d, c.gpu), {})[name] = float(c.gpus)
                 if not added:
                     continue

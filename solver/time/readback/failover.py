@@ -8,7 +8,12 @@ from models.operations.failover_budget import expected_burn_minutes_per_year, sc
 from models.schema.instance import Instance
 from solver.plan.records import ReplicaPool, ScenarioResult
 from solver.plan.time_records import FailoverStart, Hour, ScenarioBudgetUse
-from solver.program.families.failover_start import FailoverTerms, StartedColumn, failover_terms
+from solver.program.families.failover_start import (
+    FailoverTerms,
+    StartedColumn,
+    failover_terms,
+    started_credit,
+)
 from solver.time.periods import TimeProgram
 from solver.verify.hour_capacity import warm_shortfalls
 
@@ -17,31 +22,40 @@ def started_pools(
     program: TimeProgram, period: int, values: dict[str, float]
 ) -> tuple[FailoverStart, ...]:
     """The replicas started in the period starting at UTC hour `period`, per scenario
-    and pool, at their lone capacity (what the program credits them with).
+    and pool, at the lone capacity the program credits them with: at the TTFT target
+    less the round trip of the users the loss reroutes to their region
+    (solver.program.families.failover_start.started_credit), with that capacity's limit.
 
     Args:
         values: the period's values under the static program's names.
     """
     price = {(o.region, o.gpu): o.on_demand_price_per_gpu_hour for o in program.offers}
     hours = program.instance.policy.hours_per_month
+    sets = next(p.program.sets for p in program.periods if p.first_hour == period)
     found = []
     for name, value in sorted(values.items()):
         if not name.startswith(StartedColumn.family + "[") or round(value) < 1:
             continue
         index = StartedColumn.parse(name)
         count = round(value)
-        c = next(c for c in program.table.of(index.workload) if c.key == index.candidate)
-        pool = ReplicaPool(
+        pool = next(
+            p
+            for p in sets.pools_at[(index.workload, index.region)]
+            if p.candidate.key == index.candidate
+        )
+        c = pool.candidate
+        requests_per_s, limit = started_credit(sets, index.scenario, pool)
+        entry = ReplicaPool(
             workload=index.workload,
             region=index.region,
             **c.layout_fields,
             count=count,
             gpus=count * c.gpus,
-            limit=c.capacity.limit,
-            requests_per_s_per_replica=c.requests_per_s,
+            limit=limit,
+            requests_per_s_per_replica=requests_per_s,
             cost_per_month=count * c.gpus * price.get((index.region, c.gpu), 0.0) * hours,
         )
-        found.append(FailoverStart(scenario=index.scenario, pool=pool))
+        found.append(FailoverStart(scenario=index.scenario, pool=entry))
     return tuple(found)
 
 

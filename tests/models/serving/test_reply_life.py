@@ -6,6 +6,7 @@ test_pool_slo.py and tests/bench/test_short_reply_tpot_bench.py."""
 
 import itertools
 import math
+import subprocess
 import sys
 
 import pytest
@@ -21,7 +22,9 @@ from models.serving.capacity import replica_capacity
 from models.serving.queueing import erlang_c
 from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, TrafficMix
 from models.serving.replica_layout import replica_step_model
+from models.serving.tail import reply_life
 from models.serving.tail.reply_life import ReplyLife, exceedance
+from tests.paths import REPO
 
 FP8 = Precision.FP8
 
@@ -166,6 +169,33 @@ def test_the_tail_solves_its_exceedance():
     assert p == pytest.approx(0.01, rel=1e-6)
 
 
+def test_a_nan_exceedance_is_refused_not_read_as_below_the_tail(monkeypatch):
+    """A NaN exceedance is neither above the tail nor below it: the bisection read it as
+    "not above" and returned the optimistic answer, t(B) = 20 ms for `_life()` (what hid
+    the subnormal-C NaN of growth-horizon until a pool came out at q = 0). Now the
+    bisection names it."""
+    monkeypatch.setattr(reply_life, "exceedance", lambda *args: math.nan)
+    with pytest.raises(AssertionError, match="NaN exceedance"):
+        _life().tail_s()
+
+
+def test_without_assertions_a_nan_exceedance_is_the_conservative_side():
+    """`python -O` drops the assertion: a NaN then reads as above the tail, so the p99 gap
+    is the lane cap, the longest it may be: `_life()` has t_0' = 0, so the full lane,
+    200 ms (not t(B) = 20 ms)."""
+    code = (
+        "import math\n"
+        "from models.serving.tail import reply_life\n"
+        "from tests.models.serving.test_reply_life import _life\n"
+        "reply_life.exceedance = lambda *args: math.nan\n"
+        "print(repr(_life().tail_s()))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-O", "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert float(run.stdout) == pytest.approx(0.200, rel=1e-12)
+
+
 def test_a_pool_takes_the_larger_of_its_two_limits():
     """A pool of 4: the whole prompts at the 1/n feedback share, and the pool's work
     evened over 4 lanes with the whole feedback; the p99 is the larger, below the lone
@@ -218,6 +248,37 @@ def test_the_capacity_per_replica_never_falls_as_the_pool_grows(model, output, p
     q = [replica_capacity(config, mix, targets, efficiency, n).requests_per_s
          for n in (1, 2, 4, 8, 16, 32, 64)]  # fmt: skip
     assert all(b >= a * (1 - 1e-9) for a, b in itertools.pairwise(q)), q
+
+
+POOL_SCAN = {
+    # (model, TP, reply mean / p99, prompt mean / p99, TPOT target): the four whose
+    # q(n + 1) / q(n) came closest to falling in the bench's scan of all 72
+    # combinations (tests/bench/test_pool_monotone_scan_bench.py), flat steps of
+    # 1 - 7e-13 where a cap binds
+    "70b-replies-20-long-prompts": ("llama-3.1-70b", 2, (20, 60), (4000, 16000), 0.03),
+    "70b-replies-3-spread": ("llama-3.1-70b", 2, (3, 8), (1500, 4500), 0.05),
+    "70b-replies-2": ("llama-3.1-70b", 2, (2, 2), (1500, 4500), 0.03),
+    "8b-replies-2-long-prompts": ("llama-3.1-8b", 1, (2, 2), (4000, 16000), 0.05),
+}
+
+
+@pytest.mark.parametrize("case", sorted(POOL_SCAN))
+def test_the_capacity_per_replica_never_falls_at_any_pool_size(case):
+    """The started-replica credit, warm n x q(n) + started k x q'(1), and the ladder's
+    steps (a pool of n >= P credited q(P)) are sound only if q is non-decreasing at every
+    n, not only at the powers of two the property above samples: every n in 1..64 for
+    the four configurations closest to a fall (under 1 s each)."""
+    name, tp, output, prompt, tpot_s = POOL_SCAN[case]
+    config = ReplicaConfig(gpu("h100-sxm"), llm(name), FP8, FP8, tp, 1, Role.UNIFIED)
+    mix = _mix(*prompt, output=output[0], output_p99=output[1])
+    targets = LatencyTargets(0.8 if prompt[0] < 4000 else 2.0, tpot_s)
+    efficiency = efficiency_for(config.gpu, FP8)
+    q = [replica_capacity(config, mix, targets, efficiency, n).requests_per_s for n in range(1, 65)]
+    falls = {
+        n + 1: (a, b) for n, (a, b) in enumerate(itertools.pairwise(q), 1) if b < a * (1 - 1e-9)
+    }
+    assert falls == {}
+    assert q[-1] > q[0] > 0  # the pool lifts each of them
 
 
 def _model(mix: TrafficMix, pool: float = 1, role: Role = Role.UNIFIED) -> BatchModel:
