@@ -179,6 +179,20 @@ against 5.5-25 ms): the router sends a new request to a replica with fewer in fl
 so a short reply in a large pool meets fewer prompts than its replica's share, which
 neither limit models. The 8B's pool of 37 at O = 100 and 200 read 4.89% and 7.61% above
 (3.24% and 4.71% before fuzz31, its q 0.3% higher now: the knee of its congestions).
+Where that optimism comes from (one seed, 150,000 replies, the pool's batch sampled every
+0.5 s): the operating point, not the tail. At the planned q(37) = 12.88 the simulated
+mean batch is 51.5 a replica (the model's B 44.0) and the mean reply's gap 39.5 ms (t(B)
+34.1); above it the simulated p99 is 17.7 ms, the model's tail 15.8 (49.9 - 34.1). The
+pool-wide batch swings (sd 8.6 a replica, the model's Poisson sqrt(B / n) 1.1 amplified
+to 6.5), the iteration is convex in the batch near the lane's limit, and replies live
+more in the swollen iterations (the reply-weighted gap E[B t] / E[B]): 5-ms bins of the
+pool's mean TPOT have sd 6.0 ms, correlated 0.82 with the pool's prompt tokens in the
+bin (2.9% Poisson spread, amplified ~5x by rho / (1 - rho) / (1 - g)). The same holds in
+the pool of 4 at O = 100 (batch 24.6 against 22.1, gap 22.2 against 19.8 ms) and of 37 at
+O = 400 (149 against 136, 43.1 against 39.4 ms), where the model's wider tail covers it
+(49.8 and 52.7 ms simulated: the simulated mean plus the model's tail gives 52.3 and 53.0,
+57.2 -> 55.3 at O = 100). A fix is the mean gap over the batch's law (Little's law with
+E[t(B')] and the reply-weighted gap), which moves every heavily loaded pool's capacity.
 
 Run: `make bench` (this file: ~8 minutes on two cores at load 4). Prints the table;
 asserts only that every row simulated its replies."""
