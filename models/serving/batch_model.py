@@ -45,19 +45,21 @@ Chunked-prefill interference (the iteration mixture)
 
     TPOT: a reply of m = O - 1 tokens lives T = m t_0(B_T) + U + A(T) (work
     conservation: each of its iterations is a decode step plus the prompt tokens riding
-    in it): A(T) the prefill work of the prompts that reach the replica while it lives,
-    each prompt whole (a prompt longer than the lane fills consecutive iterations of the
-    same reply), U the prompt work queued behind it at its first token (the work that
-    arrived while it waited), t_0(B_T) the decode step at the batch the congestion slows
-    every sequence to (Little's law at the reply's mean gap tau: B_T = B tau / t(B)).
+    in it): A(T) the prefill work of the prompts that reach the replica while it lives
+    but for its last gap (an iteration's prompts are chosen at its start: a 2-token reply
+    meets only U), each prompt whole (a prompt longer than the lane fills consecutive
+    iterations of the same reply), U the prompts queued behind it at its first token,
+    whole (those that arrived while it waited), t_0(B_T) the decode step at the batch
+    the congestion slows every sequence to (Little's law at the reply's mean gap tau:
+    B_T = B tau / t(B)).
     A reply that meets more prompt work lives longer and meets more: T is a busy period.
     The p99 reply's mean gap tau solves
         P(U + A(m tau) > m tau - m t_0(B_T)) = 1%
     with A compound Poisson (prompts at lambda = B / (O t(B)), their whole work scaled
     to the mixture's prefill share rho = lambda E[s]; no prompt with probability
-    e^-lambda T, else lognormal of the moments given one) and U with the law of the
-    pool's wait in queue (`models.serving.tail.reply_life`, which derives it and its pool
-    limits). The batch's own Poisson spread (sd sqrt(B), amplified by feedback near
+    e^-lambda T (1 - 1/m), else lognormal of the moments given one) and U queued with
+    the pool's probability of waiting (`models.serving.tail.reply_life`, which derives it
+    and its pool limits). The batch's own Poisson spread (sd sqrt(B), amplified by feedback near
     capacity: a larger batch lengthens every iteration, so sequences stay longer:
     linear response gives sd sqrt(B) / (1 - g), g = B t'(B) / t(B) the step's
     elasticity; in a pool the router keeps each replica's batch at its share, sqrt(B /
@@ -454,6 +456,7 @@ class BatchModel:
             work_s=work_s,
             work_square_s2=work_square_s2,
             pool=self.pool_replicas,
+            lane_busy=1.0 - (1.0 - mixture.mixed_share) * decode_s / mean_s,
         )
 
     def prompt_work(self, batch: float) -> tuple[float, float]:

@@ -11,7 +11,11 @@ prompt tokens riding in it), where
   first served, it is the work that arrived while the reply waited, all of it prefilled
   in the reply's life;
 - A(T) is the prefill work of the prompts that reach the replica while the reply lives,
-  each prompt whole: a prompt longer than the token budget L is prefilled in consecutive
+  but for its last gap: an engine chooses an iteration's prompt tokens at its start, so
+  the prompts that arrive during gap j ride in gap j + 1 at the earliest, and those of
+  the last gap in the iteration after the reply's end. A reply of m gaps meets the
+  arrivals of m - 1 of them, (1 - 1/m) of its life (a 2-token reply, one gap, meets only
+  U). Each prompt whole: a prompt longer than the token budget L is prefilled in consecutive
   iterations of the same reply (chunks of L), so the reply meets its whole work at once.
   Taking a reply's iterations as independent draws of the iteration mixture (what the
   model did before) splits such a prompt into independent full-lane iterations, and a
@@ -30,23 +34,41 @@ The prompt work. Prompts reach a lone replica at rate lambda (Poisson), each bri
 s = c(P) (t(min(P, L)) - t_0) seconds of prefill beyond the decode step (c(P) = max(1,
 P / L) iterations), lambda E[s] = rho the prefill share of the iteration time (taken from
 the iteration mixture, which counts prompts sharing an iteration's weight read, so E[s]
-and E[s^2] are scaled to it). In T, N ~ Poisson(lambda T) prompts arrive: A has an atom
-P(N = 0) = e^-lambda T and, given N >= 1, mean lambda T E[s] / (1 - e^-lambda T) and
-second moment (lambda T E[s^2] + (lambda T E[s])^2) / (1 - e^-lambda T). The atom is what
-makes a short reply's p99 the bare decode step where a prompt joins fewer than 1% of
-replies (a 2-token reply at 0.1 requests/s meets a prompt in 0.6% of them: its p99 TPOT
-is t_0, 7.9 ms for 70B on H100 TP8, where the normal law of the iteration mixture at the
-tail batch said 50 ms); given N >= 1 the work is taken as lognormal of those moments
-(right-skewed as the compound sum is; near one prompt its law is the prompt's own,
-lognormal, and with many prompts its skew, 3 cv + cv^3 for cv the sum's, exceeds the
-sum's E[s^3] / (E[s^2]^1.5 sqrt(lambda T)): the conservative side).
+and E[s^2] are scaled to it). In the m - 1 gaps, T' = T (1 - 1/m), N ~ Poisson(lambda T')
+prompts arrive: A has an atom P(N = 0) = e^-lambda T' and, given N >= 1, mean
+lambda T' E[s] / (1 - e^-lambda T') and second moment (lambda T' E[s^2] +
+(lambda T' E[s])^2) / (1 - e^-lambda T'). The atom is what makes a short reply's p99 the
+bare decode step where a prompt joins fewer than 1% of replies (its p99 TPOT is t(B),
+7.9 ms for 70B on H100 TP8 at 0.1 requests/s, where the normal law of the iteration
+mixture at the tail batch said 50 ms). Counting the arrivals of the last gap too priced
+a 2-token reply at lambda t(B) = 1% whatever its backlog (fuzz31: seed-chat-sizing with
+2-token replies bought 296 H100s, 0.317 requests/s a TP1 replica at any pool size, where
+replies of mean 3 / p99 4,000 bought 48, and the simulator measured the decode step).
+Given N >= 1 the work is taken as lognormal of those moments (right-skewed as the
+compound sum is; near one prompt its law is the prompt's own, lognormal, and with many
+prompts its skew, 3 cv + cv^3 for cv the sum's, exceeds the sum's E[s^3] / (E[s^2]^1.5
+sqrt(lambda T')): the conservative side).
 
 The backlog U. The work a departing prompt leaves behind is that of the prompts that
-arrived during its sojourn; the number a departure leaves behind has the law arrivals
-find (M/G/1), so U is taken with the law of the lane's wait in queue (the M/G/c wait of
-the pool the TTFT uses, `models.serving.queueing`): 0 with probability 1 - C (C the
-Erlang C probability of waiting, rho for one lane), else exponential of mean
-E[W_q] / C, E[W_q] the Allen-Cunneen mean with the whole prompts' work as the service.
+arrived during its sojourn, each whole (not started: chunked prefill takes them at the
+next iteration); the number a departure leaves behind has the law arrivals find (M/G/1).
+So U is 0 with probability 1 - C (C the Erlang C probability of waiting in the pool's
+M/G/c, `models.serving.queueing`, rho for one lane), else K = 1 + Poisson(lambda E[W_q] /
+C) whole prompts (the first, and those that reach the lane while the queue waits: for
+one lane E[K] = 1 + E[W_q] / E[s], the mean number an arrival finds in the system given
+it waits, to first order), E[W_q] the Allen-Cunneen mean. A lane serves a prompt in its
+iteration, the prefill and the decode step beside it: its busy share is 1 - (1 - share
+of iterations with prompts) t_0 / t(B) (`lane_busy`), rho plus the decode steps of the
+prompts' iterations, and the service C and E[W_q] take. U and A together: no prompt
+with probability (1 - C) e^-lambda T', else lognormal of the moments given some (A's
+count lambda T' over the m - 1 gaps).
+The backlog was once exponential of the mean wait (a prompt's residual, mean E[s^2] /
+(2 E[s])) with C = rho: right for the wait of an arrival, short of what a reply meets,
+whole prompts. A 2-token reply lives on U alone; with the residual law and the last
+gap's arrivals dropped, the simulator measured 1.86% of 2-token replies above 50 ms on a
+lone 70B TP8 at the capacity it planned (0.572 requests/s), 9.6% in a pool of 4 (8.37);
+with whole prompts and the lane's busy share, 0.94% (0.296) and 0.92% (3.911), the 8B
+on 4,000 / p99 16,000-token prompts 0.87% (0.363).
 
 The batch. A reply in the tail lives through a congestion that slows every sequence on
 the replica alike: the batch grows until as many requests finish as start, and by
@@ -86,14 +108,22 @@ fills the lane beside the decode tokens); the lane's cap, a reply's iteration ne
 longer than a full lane at its batch, bounds tau from above; replies whose lengths spread
 with cv_o count m / (1 + cv_o^2) iterations' worth of spread (E[1/m] = (1 + cv_o^2) / m,
 lognormal lengths).
-Not modelled: in a large pool a short reply meets no prompt at all, since the router
-sends the next request to a replica with fewer in flight (a 2-token reply in a pool of
-37 measures the bare decode step; the first limit prices a whole prompt in 2.5% of them).
+Not modelled: in a pool a short reply meets fewer prompts than its replica's share,
+since the router sends the next request to a replica with fewer in flight: the pools'
+short replies are conservative (5-token replies on 70B TP1 in a pool of 4: the model
+stops at 0.109 requests/s, where the simulator measures the decode step). The spread of
+reply lengths enters through the fold m / (1 + cv_o^2), right for the mean gap's
+variance but not for the chance of meeting a prompt (it goes as E[m - 1], not as a
+harmonic mean): where most replies are 1-2 tokens and a few are long (mean 3 / p99
+4,000) the folded life is 0.009 iterations and meets only U, and a pool of 4 of 70B TP1
+at the planned 1.015 requests/s measures 1.48% of its replies above 50 ms (2.32% at the
+1.177 planned before whole-prompt backlogs).
 """
 
 import math
 from dataclasses import dataclass
 
+from models.serving.iteration_mixture import PREFILL_SHARE_CAP
 from models.serving.queueing import erlang_c, mgc_mean_wait_s
 
 TAIL = 0.01
@@ -127,6 +157,9 @@ class ReplyLife:
     """E[s^2]."""
     pool: float
     """n: replicas behind the router (math.inf: unlimited)."""
+    lane_busy: float | None = None
+    """The share of the time an iteration carries prompt tokens, 1 - (1 - mixed share)
+    t_0 / t(B): rho and the decode step of each prompt's iteration (None: rho)."""
 
     @property
     def prefill_share(self) -> float:
@@ -134,15 +167,22 @@ class ReplyLife:
         return self.rate * self.work_s
 
     def backlog(self) -> tuple[float, float]:
-        """(E[U], P(U > 0)): the prompt work queued behind a reply at its first token,
-        with the law of the pool's wait in queue (module docstring)."""
+        """(P(U > 0), E[K] - 1): the chance C that prompts are queued behind a reply at its
+        first token (the pool's Erlang C, rho for one lane), and given that, the prompts
+        K beyond the first, Poisson of mean lambda E[W_q] / C (those reaching the lane
+        while the queue waits; module docstring)."""
         rho = self.prefill_share
         if rho <= 0 or math.isinf(self.pool):
             return 0.0, 0.0
         servers = max(int(self.pool), 1)
+        busy = min(max(self.lane_busy or rho, rho), PREFILL_SHARE_CAP)
+        service_s = busy / self.rate  # a prompt's iteration: its work and the decode step
         scv = max(self.work_square_s2 / self.work_s**2 - 1.0, 0.0)
-        mean_s = mgc_mean_wait_s(servers * self.rate, self.work_s, scv, servers)
-        return mean_s, erlang_c(servers, servers * rho)
+        mean_s = mgc_mean_wait_s(servers * self.rate, service_s, scv, servers)
+        share = erlang_c(servers, servers * busy)
+        if share <= 0:
+            return 0.0, 0.0
+        return share, self.rate * mean_s / share
 
     def tail_s(self) -> float:
         """The mean gap of the p99 reply: the larger of the two limits' (module
@@ -195,17 +235,19 @@ class ReplyLife:
         if room_s <= 0:  # P(U + A > 0): 1 with any prompts
             return (1.0 if self.prefill_share > 0 else 0.0) - TAIL
         mean_life_s = self.iterations * self.mean_s
-        if pooled:  # the replica's own lambda T prompts, their work's spread 1/n
-            arrivals = self.rate * life_s
+        ridden = max(1.0 - 1.0 / self.iterations, 0.0)  # the arrivals of m - 1 gaps ride
+        if pooled:  # the replica's own lambda T' prompts, their work's spread 1/n
+            arrivals = self.rate * life_s * ridden
             count = arrivals
             work_s = arrivals * self.work_s
             work_var_s2 = arrivals * self.work_square_s2 / self.pool
         else:  # whole prompts at lambda, the extra life fed at the 1/n share
-            arrivals = self.rate * (mean_life_s + feedback * (life_s - mean_life_s))
+            arrivals = self.rate * (mean_life_s + feedback * (life_s - mean_life_s)) * ridden
             count = arrivals
             work_s = arrivals * self.work_s
             work_var_s2 = arrivals * self.work_square_s2
-        return exceedance(room_s, count, work_s, work_var_s2, *backlog) - TAIL
+        prompt = (self.work_s, self.work_square_s2)
+        return exceedance(room_s, count, work_s, work_var_s2, *prompt, *backlog) - TAIL
 
 
 def exceedance(
@@ -213,32 +255,35 @@ def exceedance(
     count: float,
     work_s: float,
     work_var_s2: float,
-    backlog_s: float,
+    prompt_s: float,
+    prompt_square_s2: float,
     backlog_share: float,
+    backlog_extra: float,
 ) -> float:
     """P(U + A > room): A the prefill work of Poisson(`count`) prompts (mean `work_s`,
-    variance `work_var_s2`), U the backlog (0 with probability 1 - `backlog_share`, else
-    exponential of mean `backlog_s` / `backlog_share`). No prompt (e^-count): U alone;
-    at least one: U + A lognormal of its conditional mean and variance (module
-    docstring).
-
-    Var U = 2 E[U] w - E[U]^2 with w = E[U] / C the mean wait of a request that waits,
-    which stays finite where C is subnormal: a pool of 30 at a vanishing load has C near
-    1e-310, where E[U]^2 (2 / C - 1) is 0 x inf = NaN, and a NaN exceedance is neither
-    above nor below the tail (a root finder's comparisons each read it their own way)."""
-    backlog_var_s2 = 0.0
-    above_backlog = 0.0
-    if backlog_s > 0 and backlog_share > 0:
-        backlog_var_s2 = backlog_s * (2.0 * (backlog_s / backlog_share) - backlog_s)
-        above_backlog = backlog_share * math.exp(-room_s * backlog_share / backlog_s)
-    if count <= 0 or work_s <= 0:
-        return above_backlog
-    some = -math.expm1(-count) if math.isfinite(count) else 1.0  # P(N >= 1)
-    mean_s = backlog_s + work_s / some
-    second_s2 = (work_var_s2 + work_s**2) / some
-    var_s2 = max(backlog_var_s2 + second_s2 - (work_s / some) ** 2, (1e-9 * mean_s) ** 2)
+    variance `work_var_s2`), U the backlog: with probability `backlog_share` the whole
+    work of K = 1 + Poisson(`backlog_extra`) prompts (each of mean `prompt_s` and second
+    moment `prompt_square_s2`), else none. No prompt at all ((1 - C) e^-count): no
+    work; else U + A lognormal of its mean and variance given some (module docstring)."""
+    some_a = 0.0  # P(N >= 1)
+    if count > 0 and work_s > 0:
+        some_a = -math.expm1(-count) if math.isfinite(count) else 1.0
+    share = backlog_share if prompt_s > 0 else 0.0
+    some = 1.0 - (1.0 - share) * (1.0 - some_a)  # P(U + A > 0)
+    if some <= 0:
+        return 0.0
+    prompts = 1.0 + backlog_extra
+    backlog_s = share * prompts * prompt_s
+    prompt_var_s2 = max(prompt_square_s2 - prompt_s**2, 0.0)
+    backlog_second_s2 = share * (
+        prompts * prompt_var_s2 + (backlog_extra + prompts**2) * prompt_s**2
+    )
+    arrived_s = work_s if some_a > 0 else 0.0
+    arrived_second_s2 = work_var_s2 + work_s**2 if some_a > 0 else 0.0
+    mean_s = (backlog_s + arrived_s) / some
+    second_s2 = (backlog_second_s2 + 2 * backlog_s * arrived_s + arrived_second_s2) / some
+    var_s2 = max(second_s2 - mean_s**2, (1e-9 * mean_s) ** 2)
     sigma2 = math.log1p(var_s2 / mean_s**2)
     sigma = math.sqrt(sigma2)
     z = (math.log(room_s / mean_s) + sigma2 / 2) / sigma
-    above_work = 0.5 * math.erfc(z / math.sqrt(2.0))
-    return (1.0 - some) * above_backlog + some * above_work
+    return some * 0.5 * math.erfc(z / math.sqrt(2.0))
