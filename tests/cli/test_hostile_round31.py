@@ -1,0 +1,46 @@
+"""Hostile input, round thirty-one: found by hand on valid-but-extreme hourly and months
+instances (agreement properties: a looser input never costs more, solve -> verify) and
+beside the input fuzz (tests/bench/fuzz_run.py at seeds from 3101)."""
+
+import json
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+DAY = "[1, 1, 1, 1, 1, 1, 2, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3, 3, 2, 2, 2, 1, 1]"
+
+
+def _hourly(tmp_path):
+    """The one-model instance with a diurnal day of 20 M requests, single GPUs and a
+    reserved price: an hourly plan of 4 to 11 replicas (0.7 s)."""
+    text = ONE_MODEL_ONE_REGION.read_text()
+    demand = "demand: {us-east: {peak_requests_per_s: 20}}"
+    supply = "{max_gpus: 64, price_per_gpu_hour: 2.4}"
+    assert demand in text and supply in text and "pipeline_parallel: [1]}" in text
+    text = text.replace(
+        demand, f"demand: {{us-east: {{requests_per_day: 20000000, hourly_profile: {DAY}}}}}"
+    )
+    text = text.replace(supply, "{max_gpus: 128, price_per_gpu_hour: 2.4, "
+                        "reserved_price_per_gpu_hour: 1.5}")  # fmt: skip
+    text = text.replace("pipeline_parallel: [1]}", "pipeline_parallel: [1], buy_unit: gpu}")
+    path = tmp_path / "hourly.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_replica_start_of_a_day_costs_no_less_than_one_of_hours(run_cli, tmp_path):
+    """policy.replica_start_s at its bound, 86,400 s, planned $10,877/month where 7,200 s
+    planned $12,045 (and 80,000 s $11,753): the warm headroom took the rise over exactly
+    the lag, d(t) - d(t - L), which on the cyclic day falls again once L passes the day's
+    rise (0 at a day: yesterday's rate taken for a forecast). A slower start needs at
+    least the headroom of a faster one; at a lag past the day's rise every hour runs the
+    peak, 11 reserved GPUs x $1.5 x 730 h = $12,045."""
+    instance = _hourly(tmp_path)
+    costs = {}
+    for start in (7200, 86400):
+        plan = tmp_path / f"plan-{start}.json"
+        run_checked(run_cli, "solve", instance, "--set", f"policy.replica_start_s={start}",
+                    "--json", plan, code=0)  # fmt: skip
+        costs[start] = json.loads(plan.read_text())["cost_per_month"]
+    assert costs[7200] == 11 * 1.5 * 730
+    assert costs[86400] >= costs[7200]
