@@ -44,3 +44,24 @@ def test_a_replica_start_of_a_day_costs_no_less_than_one_of_hours(run_cli, tmp_p
         costs[start] = json.loads(plan.read_text())["cost_per_month"]
     assert costs[7200] == 11 * 1.5 * 730
     assert costs[86400] >= costs[7200]
+
+
+def test_a_golden_edited_below_zero_is_a_bad_golden_not_an_improvement(run_cli, tmp_path):
+    """A golden file edited by hand to cost_per_month -5 read the plan at $14,016 as
+    (14,016 - (-5)) / -5 = -280,420%: cheaper, an `improvement`, exit 0. A golden's costs
+    and GPU counts are >= 0 and its idle share within 0..1: each is a bad golden, named
+    field by field (a regression of that instance, exit 1)."""
+    folder = tmp_path / "goldens"
+    folder.mkdir()
+    (folder / "one.yaml").write_bytes(ONE_MODEL_ONE_REGION.read_bytes())
+    run_checked(run_cli, "batch", folder, "--update", code=0)
+    golden = folder / "one.expected.json"
+    frozen = json.loads(golden.read_text())
+    assert frozen["cost_per_month"] == 14016.0  # 8 GPUs (one server) x $2.4 x 730 h
+    for field, value in (("cost_per_month", -5), ("idle_fraction", -3), ("gpus_bought", -8)):
+        golden.write_text(json.dumps({**frozen, field: value}))
+        result = run_checked(run_cli, "batch", folder, "--check", code=1)
+        shown = " ".join((result.stdout + result.stderr).split())
+        assert "improvement" not in shown
+        assert "bad golden file" in shown and f"one.expected.json:1: {field}: " in shown
+        assert f"greater than or equal to 0 (got {value})" in shown
