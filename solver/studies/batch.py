@@ -439,8 +439,8 @@ def read_golden(instance_file: Path) -> Golden | None:
         InputError: the golden file cannot be read or does not validate.
     """
     path = golden_path(instance_file)
-    if not path.exists():
-        return None
+    if not path.exists() and not path.is_symlink():  # a looping or dangling link is read
+        return None  # (and refused, named), not taken for no golden
     data, lines = read_document(path, "golden")  # bounded: regular files only, size and depth
     try:
         return Golden.model_validate(data)

@@ -65,3 +65,18 @@ def test_a_golden_edited_below_zero_is_a_bad_golden_not_an_improvement(run_cli, 
         assert "improvement" not in shown
         assert "bad golden file" in shown and f"one.expected.json:1: {field}: " in shown
         assert f"greater than or equal to 0 (got {value})" in shown
+
+
+def test_a_golden_that_is_a_symlink_loop_is_named_not_taken_for_none(run_cli, tmp_path):
+    """A golden file that is a symlink to itself read as 'no golden file: solve, check the
+    plan, then run with --update' (Path.exists is False for a loop), and --update then
+    failed on the loop. The link is read as every input is and refused, named."""
+    folder = tmp_path / "goldens"
+    folder.mkdir()
+    (folder / "one.yaml").write_bytes(ONE_MODEL_ONE_REGION.read_bytes())
+    golden = folder / "one.expected.json"
+    golden.symlink_to(golden)
+    result = run_checked(run_cli, "batch", folder, "--check", code=1)
+    shown = " ".join((result.stdout + result.stderr).split())
+    assert "no golden file" not in shown
+    assert "bad golden file" in shown and "one.expected.json: cannot read:" in shown
