@@ -80,3 +80,30 @@ def test_a_golden_that_is_a_symlink_loop_is_named_not_taken_for_none(run_cli, tm
     shown = " ".join((result.stdout + result.stderr).split())
     assert "no golden file" not in shown
     assert "bad golden file" in shown and "one.expected.json: cannot read:" in shown
+
+
+def test_a_schedule_number_past_a_float_is_refused_by_fleet_import(run_cli, tmp_path):
+    """An hourly plan's schedule ConfigMap (deploy --target k8s) edited by hand to
+    `"cost_per_hour": 1e999` was read as inf, fleet-import exited 0 and wrote it to the
+    plan-out as null (verify then refused fleet-import's own file; a months[].mip_gap of
+    1e999 became no gap and verify passed). Now refused, naming the key in the JSON."""
+    import yaml
+
+    instance = _hourly(tmp_path)
+    plan, manifests = tmp_path / "plan.json", tmp_path / "k8s"
+    run_checked(run_cli, "solve", instance, "--json", plan, code=0)
+    run_checked(run_cli, "deploy", plan, "--instance", instance, "--target", "k8s",
+                "-o", manifests, code=0)  # fmt: skip
+    path = manifests / "fleetplan-schedule.yaml"
+    documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    schedule = json.loads(documents[0]["data"]["schedule.json"])
+    schedule["hours"][1]["cost_per_hour"] = 12345.678
+    documents[0]["data"]["schedule.json"] = json.dumps(schedule).replace("12345.678", "1e999")
+    path.write_text(yaml.safe_dump_all(documents))
+    out = tmp_path / "fleet.json"
+    run_checked(
+        run_cli, "fleet-import", manifests, "--instance", instance, "--instance-out",
+        tmp_path / "owned.yaml", "--plan-out", out,
+        needles=("data.schedule.json: hours[1].cost_per_hour is not a finite number",),
+    )  # fmt: skip
+    assert not out.exists()
