@@ -18,7 +18,10 @@ d(t - L) + H >= d(t) for every t:
     H = b x max_t [d(t) - d(t - L)]     requests/s  (b = `policy.burst_factor` >= 1)
 
 for the day moving linearly between hour centres (`models.operations.time_periods`); for
-L <= 1 h this is b x (steepest slope, requests/s per s) x L. In replicas:
+L <= 1 h this is b x (steepest slope, requests/s per s) x L. The maximum is taken over
+every lag up to L (`largest_rise_rps`): on the cyclic day d(t) - d(t - L) alone falls
+again once L passes the day's rise (at L = 24 h it is 0, yesterday's rate taken for a
+forecast), and a slower start would then plan less headroom than a faster one. In replicas:
 ceil(H / C), C the capacity of one replica at the SLO. The autoscaler's ceiling is the
 day's peak P: capacity beyond it is never needed, and min(d(t - L) + H, P) >= d(t)
 still holds. In hour h the pool then runs at most

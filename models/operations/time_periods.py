@@ -29,10 +29,14 @@ period of weight 24: today's program.
 Ramps. For rates of change the day is taken as moving linearly between hour centres
 (hour h's value d_h held at h + 0.5 h), cyclically (hour 23 runs into hour 0 of the
 next day). The slope between neighbours is (d_(h+1) - d_h) / 3,600 requests/s per s.
-The largest rise over any window of L seconds, max_t d(t) - d(t - L), is what a
-reactive autoscaler with lag L must hold as headroom (`models.operations.autoscaling`); it is
-exact for this piecewise-linear day because the difference is itself piecewise linear
-with corners only where t or t - L passes an hour centre.
+The largest rise within any window of up to L seconds, max over t and l <= L of
+d(t) - d(t - l), is what a reactive autoscaler with lag L must hold as headroom
+(`models.operations.autoscaling`); it is exact for this piecewise-linear day because the
+difference is piecewise linear in (t, l) with corners only where t - l and t are hour
+centres (l a whole number of hours) or l = L with t or t - L at an hour centre. Windows
+up to L, not L alone: on the cyclic day d(t) - d(t - L) falls again once L passes the
+day's rise (a day's lag sees the rate of the same hour the day before, a rise of 0), so
+a slower start would need less headroom.
 """
 
 import math
@@ -167,11 +171,13 @@ def steepest_ramp(series: Sequence[float]) -> Ramp:
 
 
 def largest_rise_rps(series: Sequence[float], window_s: float) -> float:
-    """max over t of d(t) - d(t - window), requests/s, for the piecewise-linear day
-    (0 for a flat day or a zero window).
+    """max over t and 0 <= l <= window of d(t) - d(t - l), requests/s, for the
+    piecewise-linear day (0 for a flat day or a zero window): never less for a longer
+    window.
 
-    Evaluated at every t where t or t - window is an hour centre: the corners of the
-    difference, so the maximum is exact.
+    Evaluated at every t where t or t - window is an hour centre, and between every two
+    hour centres at most the window apart: the corners of the difference, so the maximum
+    is exact.
 
     Raises:
         ValueError: a negative window.
@@ -181,7 +187,14 @@ def largest_rise_rps(series: Sequence[float], window_s: float) -> float:
     window_h = window_s / SECONDS_PER_HOUR
     corners = [hour + 0.5 for hour in range(HOURS_PER_DAY)]
     corners += [centre + window_h for centre in corners]
-    return max(0.0, max(rate_at(series, t) - rate_at(series, t - window_h) for t in corners))
+    rise = max(rate_at(series, t) - rate_at(series, t - window_h) for t in corners)
+    hours_apart = range(1, min(math.floor(window_h), HOURS_PER_DAY - 1) + 1)
+    between_centres = (
+        series[(hour + apart) % HOURS_PER_DAY] - series[hour]
+        for hour in range(HOURS_PER_DAY)
+        for apart in hours_apart
+    )
+    return max(0.0, rise, *between_centres)
 
 
 def lagged_peak_rps(series: Sequence[float], hour: int, lag_s: float = 0.0) -> float:

@@ -23,6 +23,7 @@ they were paid twice (a months plan read back 'owns 8; existing 2 + committed 8'
 import csv
 import io
 import json
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -385,8 +386,32 @@ def schedules_from_objects(documents: list[Any]) -> list[dict]:
             raise FleetImportError(f"{where}: data.{SCHEDULE_KEY} {error}") from None
         if not isinstance(schedule, dict):
             raise FleetImportError(f"{where}: data.{SCHEDULE_KEY} is not a JSON object")
+        if (at := _not_finite(schedule)) is not None:
+            raise FleetImportError(
+                f"{where}: data.{SCHEDULE_KEY}: {at} is not a finite number (every number "
+                "of a plan is; 1e999, Infinity and NaN are not)"
+            )
         found.append(schedule)
     return found
+
+
+def _not_finite(value: Any) -> str | None:
+    """The path (`hours[1].cost_per_hour`) of the first number in parsed JSON that is not
+    finite, None when all are: a schedule's 1e999 read as inf and was written to the
+    plan-out as null (and a mip_gap of inf as no gap, which verify then passed)."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path or "the value"
+        if isinstance(item, dict):
+            pairs = [(f"{path}.{key}" if path else str(key), sub) for key, sub in item.items()]
+        elif isinstance(item, list):
+            pairs = [(f"{path}[{index}]", sub) for index, sub in enumerate(item)]
+        else:
+            continue
+        stack.extend(reversed(pairs))
+    return None
 
 
 def fleet_plan(pools: list[ReplicaPool], schedules: list[dict] | None = None) -> Plan:

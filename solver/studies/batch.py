@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import as_completed
 from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -103,22 +104,28 @@ FAILED_STATUSES = frozenset({"bad_input", "error"})
 """Outcomes that say nothing about the instance's plan; never frozen as golden."""
 
 
+Count = Annotated[Whole, Field(ge=0)]
+"""GPUs a golden records: a plan's integer (which may be a negative month) that is >= 0."""
+
+
 class Golden(BaseModel):
     """The frozen expected result of one instance (`NAME.expected.json`); numbers must be
-    finite (a NaN cost is a bad golden, not a cost no change can exceed)."""
+    finite (a NaN cost is a bad golden, not a cost no change can exceed), costs and
+    counts >= 0 and the idle share within 0..1: a golden edited to $-5 read a plan at
+    $14,016 as -280,420% cheaper, an `improvement` (exit 0)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     status: str
-    cost_per_month: Real | None = None
+    cost_per_month: Annotated[Real, Field(ge=0)] | None = None
     cost_rel_tolerance: Real = Field(default=DEFAULT_COST_TOLERANCE, ge=0)
-    total_gpus: Whole | None = None
+    total_gpus: Count | None = None
     """GPUs used."""
-    gpus_bought: Whole | None = None
+    gpus_bought: Count | None = None
     """GPUs bought (None in goldens frozen before it was recorded)."""
-    idle_fraction: Real | None = None
+    idle_fraction: Annotated[Real, Field(ge=0, le=1)] | None = None
     """Idle at peak over the GPUs paid, to 0.1% (None: not recorded, or an hourly plan)."""
-    gpus: dict[str, dict[str, Whole]] = Field(default_factory=dict)
+    gpus: dict[str, dict[str, Count]] = Field(default_factory=dict)
     binding_families: tuple[str, ...] | None = ()
     """None where frozen from a plan without shadow prices (not known, never compared)."""
     fingerprint: Fingerprint | None = None
@@ -432,8 +439,8 @@ def read_golden(instance_file: Path) -> Golden | None:
         InputError: the golden file cannot be read or does not validate.
     """
     path = golden_path(instance_file)
-    if not path.exists():
-        return None
+    if not path.exists() and not path.is_symlink():  # a looping or dangling link is read
+        return None  # (and refused, named), not taken for no golden
     data, lines = read_document(path, "golden")  # bounded: regular files only, size and depth
     try:
         return Golden.model_validate(data)

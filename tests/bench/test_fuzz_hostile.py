@@ -30,7 +30,16 @@ diurnal-chat-batch,procurement-3region,growth-horizon,disaggregated` and 2905 `-
 ('holds no pool', judged unnamed);
 tests/cli/test_hostile_round29.py): a NUL in a sweep grid's `instance` (exit 70) and
 replicas started after a loss 10^30 strong in an hourly plan (deploy and verify past
-120 s).
+120 s). Round 31 (seeds 3101 at 1,000 mutants with `--rich-plans
+offline-batch,tpot-pooling,zipf-20-models,seed-chat-sizing`; 3102 `--only plan --no-paths
+--rich-plans long-prompt-32k-cached,moe-ep,region-loss-3,two-generations,diurnal-chat-batch`
+at 1,200; 3103 `--no-paths --solve-instances --rich-plans voice-agent,unified` at 1,000:
+nothing beyond `LEFT_ALONE`'s classes, a colocated plan's deploy refused before the field
+mutated and a k8s pod's misspelt `nodeSelector`, which fleet-import does not check as it
+checks no figure an object leaves out; tests/cli/test_hostile_round31.py, found by hand
+on the file kinds the fuzz does not mutate): a batch golden's negative cost read as an
+improvement, a golden that is a symlink loop read as none, and a schedule ConfigMap's
+1e999 written to the plan-out as null.
 Run more at another seed: `python -m
 tests.bench.fuzz_run --seed N --budget 2500 [--only plan] [--solve-instances]
 [--rich-plans diurnal-chat-batch,disaggregated]`.

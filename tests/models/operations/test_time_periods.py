@@ -105,6 +105,28 @@ def test_headroom_by_hand_for_a_ramp_of_two_per_minute_and_a_240_s_start():
     assert pool.warm_replicas_by_hour[3] == math.ceil(18 / 1.5)
 
 
+def test_a_lag_of_a_day_holds_the_whole_rise_and_runs_the_peak_all_day():
+    """The step day of 10 -> 130 requests/s at 08:00 with a replica start of 24 h (the
+    bound of policy.replica_start_s): the largest rise within any window up to a day is
+    the whole step, 130 - 10 = 120, so every hour runs min(d + 120, 130) = 130, the
+    peak. d(t) - d(t - 24 h) alone is 0 on the cyclic day (H = 0, each hour at its own
+    rate: $10,877/month for an hourly instance where a 2 h start costs $12,045)."""
+    day = _step_day(10.0, 120.0, 8)
+    assert largest_rise_rps(day, 86_400) == pytest.approx(120)
+    pool = pool_headroom(day, 1.0, 86_400, detection_s=60.0)
+    assert pool.headroom_rps == pytest.approx(120)
+    assert pool.warm_rps_by_hour == (130.0,) * 24
+
+
+@given(rates, st.floats(min_value=0, max_value=172_800), st.floats(min_value=0, max_value=172_800))
+def test_a_slower_start_never_needs_less_headroom(day, one_s, other_s):
+    """H(L) is the largest rise within any window up to L: non-decreasing in L, up to
+    the day's whole rise (max - min) at a lag of 23 h and more."""
+    short, long = sorted((one_s, other_s))
+    assert largest_rise_rps(day, long) >= largest_rise_rps(day, short) - 1e-9
+    assert largest_rise_rps(day, 23 * 3600) == pytest.approx(max(day) - min(day), abs=1e-9)
+
+
 @given(rates, st.floats(min_value=0, max_value=7200), st.floats(min_value=1, max_value=3))
 def test_warm_rate_covers_every_moment_and_the_flat_day_is_today(day, start_s, burst):
     if max(day) <= 0:
