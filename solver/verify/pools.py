@@ -103,7 +103,14 @@ class RecomputedPool:
         """Requests/s the pool may carry with `replicas` replicas: n x q(n) x headroom;
         while it serves users rerouted from `rerouted_rtt_ms` away, q(n) at the TTFT
         target less that round trip (`models.operations.scenarios.failover_targets`)."""
-        return replicas * self.rerouted_requests_per_s(replicas, rerouted_rtt_ms) * self.headroom
+        return self.table_capacity(replicas, rerouted_rtt_ms) * self.headroom
+
+    def table_capacity(self, replicas: int, rerouted_rtt_ms: float = 0.0) -> float:
+        """n x q(n), q at the TTFT target less `rerouted_rtt_ms` where users may be
+        rerouted from that far: the capacity of `replicas` survivors at full use, as a
+        scenario table states it (its utilisation = load / it; `carries` is it x
+        headroom)."""
+        return replicas * self.rerouted_requests_per_s(replicas, rerouted_rtt_ms)
 
     def rerouted_requests_per_s(self, replicas: int, rerouted_rtt_ms: float) -> float:
         """q(n) while the pool serves users rerouted from `rerouted_rtt_ms` away: capacity
