@@ -173,6 +173,7 @@ def _table_findings(
     ]
     graph = RegionGraph.of(alone)
     zones = {region.name: region.zones for region in alone.regions}
+    warm_pools = _recomputed(alone, pools, cache)  # without the started: item 6
     for s_index, result in enumerate(hour.scenarios):
         f = policy.get(result.name)
         if f is None:
@@ -204,7 +205,7 @@ def _table_findings(
             shown = [p for p in pools if w.name in p.workloads and p.count > 0]
             found += _region_loads(f, result, w.name, (mine, shown), rerouted, zones, at, started)
             found += _started_figures(alone, f, result, w.name, rerouted, at, cache)
-            warm = [p for p in _recomputed(alone, pools, cache) if p.workload == w.name]
+            warm = [p for p in warm_pools if p.workload == w.name]
             mine = (warm, [s for s in started if s.workload == w.name])
             over, under = _stated_capacities(alone, f, result, mine, rerouted, zones, at, cache)
             found += over

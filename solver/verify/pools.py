@@ -130,11 +130,15 @@ class RecomputedPool:
         if key not in self.failover_physics:
             tighter = failover_targets(self.targets, rerouted_rtt_ms)
             normal = self.capacity(replicas)
-            self.failover_physics[key] = (
-                normal
-                if holds_at_tighter_ttft(normal, tighter)
-                else replica_capacity(self.config, self.mix, tighter, self.efficiency, replicas)
-            )
+            if holds_at_tighter_ttft(normal, tighter):
+                self.failover_physics[key] = normal
+            else:  # shared by every pool, hour and month of these inputs (`shared_physics`)
+                sizes = shared_physics(self.config, self.mix, tighter, self.efficiency)
+                if replicas not in sizes:
+                    sizes[replicas] = replica_capacity(
+                        self.config, self.mix, tighter, self.efficiency, replicas
+                    )
+                self.failover_physics[key] = sizes[replicas]
         return self.failover_physics[key]
 
 
