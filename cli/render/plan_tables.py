@@ -498,6 +498,7 @@ def explanation_tables(explanation: "Explanation") -> list[TableSpec]:
             explanation.alternative_method,
         ),
         utilisation,
+        *failover_tables(plan),  # the warm and started spare its note points to, and moves
         TableSpec(
             "Slack by constraint family",
             ("family", "rows", "tight", "min slack", "dual unit", "requires"),

@@ -68,6 +68,15 @@ It reads only the instance and the plan's replica pools, never the program or a 
    weights plus every engine's KV and reserve in HBM, at most 5% of the GPU's time
    swapping, and every member's warm p99 TTFT plus its swap wait within its target.
 
+   Each row of the plan's scenario table states the capacity of its phase's survivors
+   (`capacity_requests_per_s`, the denominator of its utilisation): recomputed there
+   from the same physics, at their survivors' pool size and the scenario's rerouted
+   TTFT target, at full use (solver.verify.scenarios.stated_capacities). A row that
+   states more while its pools state the physics' own capacity per replica is a
+   violation (its utilisation reads lower than it is); one that states less (a plan
+   solved at a tighter target, checked at a looser one) or whose pools' figures moved
+   too (a plan solved on other physics) is a warning, its load judged above.
+
 6. Every other figure the plan states (the `gpus` table, each entry's cost, its routing,
    every number finite) against its recomputation: solver.verify.totals. Replicas that
    need more GPUs than their regions have are named there before any physics runs, and
@@ -93,7 +102,7 @@ from solver.verify.attribution import check_attribution
 from solver.verify.display import stated_display
 from solver.verify.groups import GroupShare, check_groups
 from solver.verify.pools import recompute_pools
-from solver.verify.scenarios import check_scenarios
+from solver.verify.scenarios import check_scenarios, stated_capacities
 from solver.verify.site import (
     check_configs_per_pool,
     check_cost,
@@ -154,7 +163,10 @@ def verify(instance: Instance, plan: Plan) -> Verification:
     dedicated = [p for p in pools if not isinstance(p, GroupShare)]
     check_configs_per_pool(instance, dedicated, violations)
     check_one_precision(instance, dedicated, violations)
-    checks = check_scenarios(instance, pools, violations)
+    reroutes: dict = {}
+    checks = check_scenarios(instance, pools, violations, reroutes)
+    if not plan.hours:  # an hourly plan's table is an hour's (solver.verify.hour_scenarios)
+        violations += stated_capacities(instance, plan.scenarios, pools, reroutes, warnings)
     violations += [_violation(finding) for finding in stated]
     violations += check_attribution(instance, plan)
     return Verification(

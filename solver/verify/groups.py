@@ -83,6 +83,11 @@ class GroupShare:
         del rerouted_rtt_ms
         return replicas * self.rate
 
+    def table_capacity(self, replicas: int, rerouted_rtt_ms: float = 0.0) -> float:
+        """What a scenario table states for the group's replicas: `carries` (no
+        headroom is taken off a group's a[w])."""
+        return self.carries(replicas, rerouted_rtt_ms)
+
 
 def check_groups(instance: Instance, plan: Plan, violations: list[Violation]) -> list[GroupShare]:
     """Recompute every shared group at its members' stated capacities (solver.verify.fleet, step

@@ -36,6 +36,16 @@ the hour's pools, the replicas it starts after a loss beside them:
    program credits it, solver.program.families.failover_start), recomputed from the
    physics: the display's started capacity (`pools[].started_requests_per_s`, held to
    these figures by solver.verify.display) cannot overstate what the program counted.
+6. Stated capacities: each row's `capacity_requests_per_s` (and so its utilisation, held
+   to load / capacity by solver.verify.display) is what its phase's warm pools carry at
+   their survivors in the scenario, n x q(n) at the TTFT target less the round trip of
+   item 4, at full use, replica loss the least with one replica lost, plus each replica
+   started there at item 5's figure (solver.verify.scenarios.capacity_finding, what a
+   static plan's table is held to): a row stating q at the normal target where users
+   are rerouted, or q of another pool size than the survivors', is named with both
+   numbers; one that states less than its survivors carry (less room shown than there
+   is), or whose pools' own figures differ from the physics too (a plan solved on other
+   physics), is a warning, as in a static plan (`CapacityFinding.violation`).
 
 An hour that states no table at all (a fleet checked at another point's demand by
 solver.studies.sweep, whose tables are its own point's) is left to the hour's max-flow,
@@ -64,15 +74,19 @@ from solver.plan.records import PoolLoad, ReplicaPool, ScenarioResult
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour
 from solver.verify.display import stated_table
-from solver.verify.groups import GroupShare, check_groups
-from solver.verify.pools import RecomputedPool, pool_physics
-from solver.verify.scenarios import phase_capacities, region_capacity
+from solver.verify.groups import check_groups
+from solver.verify.pools import pool_physics
+from solver.verify.scenarios import (
+    Pool,
+    capacity_finding,
+    in_phase,
+    least_capacity,
+    phase_capacities,
+    region_capacity,
+    row_phase,
+)
 from solver.verify.totals import ROUTE_FLOOR_RPS, stated_routing
 from solver.verify.verdict import DEMAND_TOLERANCE, Violation
-
-Pool = RecomputedPool | GroupShare
-Phase = tuple[Role, str | None]
-"""A row's phase: the role and the weight precision it names (None: any)."""
 
 
 def check_hour_table(
@@ -81,11 +95,13 @@ def check_hour_table(
     index: int,
     warm: dict[tuple[str, str], tuple[float, ...]],
     cache: dict,
+    warnings: list[Violation] | None = None,
 ) -> list[Violation]:
-    """Items 1-5 on hour `hour` (plan.hours[index]): the hour's instance (its warm rates
+    """Items 1-6 on hour `hour` (plan.hours[index]): the hour's instance (its warm rates
     `warm` as the demand: models.operations.time_demand.hour_instance) and its
     interactive pools. Hours of one period state one table on the same pools and
-    rates: it is checked once (`cache`), its findings named for each hour. An hour that
+    rates: it is checked once (`cache`), its findings named for each hour; item 6's
+    warnings are added to `warnings`. An hour that
     states no table is a fleet to check (as a static plan without `scenarios`: the hour's
     max-flow judges it), which `simulate --hour` refuses to replay."""
     if not hour.scenarios:
@@ -101,9 +117,15 @@ def check_hour_table(
     if key not in cache:
         cache[key] = _table_findings(alone, hour, pools, cache)
     where = f"hours[{index}].scenarios"
+    found, understated = cache[key]
+    if warnings is not None:
+        warnings += [
+            Violation(requirement=where + path, message=f"UTC hour {hour.hour}, {message}")
+            for path, message in understated
+        ]
     return [
         Violation(requirement=where + path, message=f"UTC hour {hour.hour}, {message}")
-        for path, message in cache[key]
+        for path, message in found
     ]
 
 
@@ -128,9 +150,11 @@ def check_peak_table(plan: Plan) -> list[Violation]:
 
 def _table_findings(
     alone: Instance, hour: Hour, pools: tuple[ReplicaPool, ...], cache: dict
-) -> list[tuple[str, str]]:
-    """(field path under the table, message) of every finding of items 1-5."""
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(field path under the table, message) of every finding of items 1-6, and of item
+    6's warnings."""
     found: list[tuple[str, str]] = []
+    understated: list[tuple[str, str]] = []
     policy = {f.name: f for f in failure_scenarios(alone)}
     stated = [result.name for result in hour.scenarios]
     if sorted(stated) != sorted(policy):
@@ -149,6 +173,7 @@ def _table_findings(
     ]
     graph = RegionGraph.of(alone)
     zones = {region.name: region.zones for region in alone.regions}
+    warm_pools = _recomputed(alone, pools, cache)  # without the started: item 6
     for s_index, result in enumerate(hour.scenarios):
         f = policy.get(result.name)
         if f is None:
@@ -180,7 +205,58 @@ def _table_findings(
             shown = [p for p in pools if w.name in p.workloads and p.count > 0]
             found += _region_loads(f, result, w.name, (mine, shown), rerouted, zones, at, started)
             found += _started_figures(alone, f, result, w.name, rerouted, at, cache)
-    return found
+            warm = [p for p in warm_pools if p.workload == w.name]
+            mine = (warm, [s for s in started if s.workload == w.name])
+            over, under = _stated_capacities(alone, f, result, mine, rerouted, zones, at, cache)
+            found += over
+            understated += under
+    return found, understated
+
+
+def _stated_capacities(
+    alone: Instance,
+    f: Scenario,
+    result: ScenarioResult,
+    pools: tuple[list[Pool], list[ReplicaPool]],
+    rerouted: dict[str, float],
+    zones: dict[str, int],
+    at: str,
+    cache: dict,
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Item 6 for one workload in one scenario: each row's stated capacity against its
+    recomputation (solver.verify.scenarios.capacity_finding): the violations and the
+    warnings. `pools`: the hour's warm
+    pools of the workload, recomputed (shared groups as their members' shares), and the
+    replicas the hour starts for it after f, each credited to its phase's row in its
+    region at a lone replica's q(1) at the row's target, as item 5 recomputes it."""
+    warm, started = pools
+    workloads = {p.workload for p in warm} | {s.workload for s in started}
+    over, under = [], []
+    for p_index, load in enumerate(result.pools):
+        phase = row_phase(load.phase)
+        d = load.region
+        if load.workload not in workloads or phase is None or d not in zones:
+            continue  # items 3 and 4 name a stray row, an unknown phase or region
+        if d == f.lost_region:
+            continue  # item 3 names a row in the lost region
+        rtt = rerouted.get(d, 0.0)
+        alive = [
+            (p, f.surviving_replicas(d, p.count, zones[d]))
+            for p in warm
+            if p.workload == load.workload and p.region == d and in_phase(p, phase)
+        ]
+        credited = []
+        for entry in started:
+            if (entry.workload, entry.region) != (load.workload, d) or not in_phase(entry, phase):
+                continue
+            recomputed = [] if entry.members else pool_physics(alone, (entry,), cache)
+            rate = recomputed[0].rerouted_requests_per_s(1, rtt) if recomputed else 0.0
+            credited.append((rate, entry.count, entry.label))
+        wrong = capacity_finding(f, load, alive, rtt, credited)
+        if wrong is not None:
+            finding = (f"{at}.pools[{p_index}].capacity_requests_per_s", wrong.message)
+            (over if wrong.violation else under).append(finding)
+    return over, under
 
 
 def _started_figures(
@@ -347,17 +423,17 @@ def _rows(
     decode: dict[str, float] = defaultdict(float)
     for p_index, load in rows:
         where = f"{at}.pools[{p_index}]"
-        phase = _phase(load.phase)
+        phase = row_phase(load.phase)
         if phase is None:
             found.append((where, f"{named}: unknown phase {load.phase!r}"))
             continue
         role, precision = phase
-        mine = [(p, n) for p, n in alive if _in_phase(p, phase)]
-        expected = Counter(f"{n} x {_label(p)}" for p, n in shown if _in_phase(p, phase))
+        mine = [(p, n) for p, n in alive if in_phase(p, phase)]
+        expected = Counter(f"{n} x {_label(p)}" for p, n in shown if in_phase(p, phase))
         expected += Counter(
             f"{s.count} x {s.label} (started)"
             for s in started
-            if (s.workload, s.region) == (workload, region) and _in_phase(s, phase)
+            if (s.workload, s.region) == (workload, region) and in_phase(s, phase)
         )
         if Counter(load.pools) != expected:
             found.append(
@@ -403,21 +479,10 @@ def _rows(
     return found
 
 
-def _phase(label: str) -> Phase | None:
-    """`unified`, `prefill`, `decode-fp8` -> (role, precision or None)."""
-    role, _, precision = label.partition("-")
-    if role not in tuple(Role) or (role == Role.UNIFIED and precision):
-        return None
-    return Role(role), precision or None
-
-
-def _in_phase(pool: Pool | ReplicaPool, phase: Phase) -> bool:
-    role, precision = phase
-    return pool.role is role and (precision is None or str(pool.precision) == precision)
-
-
 def _unlisted(pool: ReplicaPool, rows: list[tuple[int, PoolLoad]]) -> bool:
-    return not any((p := _phase(load.phase)) is not None and _in_phase(pool, p) for _, load in rows)
+    return not any(
+        (p := row_phase(load.phase)) is not None and in_phase(pool, p) for _, load in rows
+    )
 
 
 def _label(pool: ReplicaPool) -> str:
@@ -428,12 +493,7 @@ def _label(pool: ReplicaPool) -> str:
 def _least(alive: list[tuple[Pool, int]], capacity, rtt: float, f: Scenario) -> float:
     """`capacity(survivors, rtt)`; replica loss: its least with one replica of one pool
     lost (each pool in turn)."""
-    if f.kind is not ScenarioKind.REPLICA:
-        return capacity(alive, rtt)
-    losses = [
-        capacity([(p, n - (p is lost)) for p, n in alive], rtt) for lost, _ in alive if lost.count
-    ]
-    return min(losses, default=capacity(alive, rtt))
+    return least_capacity(alive, capacity, rtt, f.kind is ScenarioKind.REPLICA)
 
 
 def _phase_capacity(alive: list[tuple[Pool, int]], rtt: float) -> float:

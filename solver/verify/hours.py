@@ -103,6 +103,7 @@ def verify_hours(instance: Instance, plan: Plan, walked: bool = False) -> Verifi
     if stop is not None:
         return Verification.stopped_at(*stop)
     violations: list[Violation] = []
+    warnings: list[Violation] = []  # hour tables' rows stating less than they carry
     checks: list[ScenarioCheck] = []
     found = sorted(hour.hour for hour in plan.hours)
     if found != list(range(HOURS_PER_DAY)):
@@ -117,7 +118,7 @@ def verify_hours(instance: Instance, plan: Plan, walked: bool = False) -> Verifi
     for index, hour in enumerate(plan.hours):
         at = hour.hour
         static = check_hour_capacity(instance, hour, warm, cache, budget_used)
-        violations += check_hour_table(instance, hour, index, warm, cache)
+        violations += check_hour_table(instance, hour, index, warm, cache, warnings)
         violations += [
             Violation(
                 requirement=timed_name(v.requirement, at), message=f"UTC hour {at}: {v.message}"
@@ -163,7 +164,7 @@ def verify_hours(instance: Instance, plan: Plan, walked: bool = False) -> Verifi
         Violation(requirement=f.requirement, message=f.message) for f in shown(instance, plan)
     ]
     violations += check_peak_table(plan)
-    violations += check_months(instance, plan, partial(verify_hours, walked=True), checks)
+    violations += check_months(instance, plan, partial(verify_hours, walked=True), checks, warnings)
     check_stated_budgets(instance, plan, budget_used, violations)
     violations += [*stated_hour_figures(instance, plan), *stated_report_figures(instance, plan)]
     violations += check_idle_fraction(instance, plan)
@@ -178,6 +179,7 @@ def verify_hours(instance: Instance, plan: Plan, walked: bool = False) -> Verifi
         cost_per_month=cost,
         total_gpus=used,
         checks=tuple(checks),
+        warnings=tuple(warnings),
         gpus_bought=bought,
     )
 

@@ -114,6 +114,7 @@ def check_months(
     plan: Plan,
     verify_hours: Callable[[Instance, Plan], Verification],
     checks: list[ScenarioCheck],
+    warnings: list[Violation] | None = None,
 ) -> list[Violation]:
     """Each month of the horizon on its own: month m's hours serve month m's grown
     demand (this verifier, run on the month's instance and hours; month 0 is the plan's
@@ -130,6 +131,7 @@ def check_months(
             it back.
         checks: the plan's scenario checks, extended with each later month's, named
             month[m].SCENARIO@tHH (month 0's are the plan's own hours').
+        warnings: extended with each later month's warnings, named as its violations.
     """
     violations: list[Violation] = []
     expected = list(range(instance.policy.horizon_months or 0))
@@ -196,6 +198,14 @@ def check_months(
                 )
                 for v in alone.violations
             ]
+            if warnings is not None:
+                warnings += [
+                    Violation(
+                        requirement=f"{where}.{v.requirement}",
+                        message=f"month {month.month}: {v.message}",
+                    )
+                    for v in alone.warnings
+                ]
             checks += [
                 c.model_copy(update={"scenario": f"{where}.{c.scenario}"}) for c in alone.checks
             ]

@@ -103,7 +103,14 @@ class RecomputedPool:
         """Requests/s the pool may carry with `replicas` replicas: n x q(n) x headroom;
         while it serves users rerouted from `rerouted_rtt_ms` away, q(n) at the TTFT
         target less that round trip (`models.operations.scenarios.failover_targets`)."""
-        return replicas * self.rerouted_requests_per_s(replicas, rerouted_rtt_ms) * self.headroom
+        return self.table_capacity(replicas, rerouted_rtt_ms) * self.headroom
+
+    def table_capacity(self, replicas: int, rerouted_rtt_ms: float = 0.0) -> float:
+        """n x q(n), q at the TTFT target less `rerouted_rtt_ms` where users may be
+        rerouted from that far: the capacity of `replicas` survivors at full use, as a
+        scenario table states it (its utilisation = load / it; `carries` is it x
+        headroom)."""
+        return replicas * self.rerouted_requests_per_s(replicas, rerouted_rtt_ms)
 
     def rerouted_requests_per_s(self, replicas: int, rerouted_rtt_ms: float) -> float:
         """q(n) while the pool serves users rerouted from `rerouted_rtt_ms` away: capacity
@@ -123,11 +130,15 @@ class RecomputedPool:
         if key not in self.failover_physics:
             tighter = failover_targets(self.targets, rerouted_rtt_ms)
             normal = self.capacity(replicas)
-            self.failover_physics[key] = (
-                normal
-                if holds_at_tighter_ttft(normal, tighter)
-                else replica_capacity(self.config, self.mix, tighter, self.efficiency, replicas)
-            )
+            if holds_at_tighter_ttft(normal, tighter):
+                self.failover_physics[key] = normal
+            else:  # shared by every pool, hour and month of these inputs (`shared_physics`)
+                sizes = shared_physics(self.config, self.mix, tighter, self.efficiency)
+                if replicas not in sizes:
+                    sizes[replicas] = replica_capacity(
+                        self.config, self.mix, tighter, self.efficiency, replicas
+                    )
+                self.failover_physics[key] = sizes[replicas]
         return self.failover_physics[key]
 
 

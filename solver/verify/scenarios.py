@@ -2,9 +2,20 @@
 zone loss a max-flow per workload from each origin's demand to the capacity of the
 replicas that survive, along the routes the latency policy allows; for replica loss,
 each region's own demand within its capacity with one replica of any pool gone.
+
+The capacity a scenario table states per phase row (`scenarios[].pools[]
+.capacity_requests_per_s`, the utilisation's denominator) is recomputed from the same
+physics (`stated_capacities`, `capacity_finding`): sum n x q(n) over the phase's pools
+at their n survivors in the scenario, q at the TTFT target less the longest round trip
+the scenario reroutes to the region, at full use (the headroom is the load's business,
+as the program's rows divide the load by it); a shared group n x a[w]; replica loss the
+least with one replica of one pool lost (that pool n - 1 at q(n - 1)); and the replicas
+an hourly plan starts after the loss at a lone replica's q(1) at the same target.
 """
 
+import math
 from collections import defaultdict
+from typing import NamedTuple
 
 from models.operations.scenarios import (
     RegionGraph,
@@ -16,17 +27,31 @@ from models.operations.scenarios import (
 from models.operations.site import demand_factor
 from models.schema.instance import Instance
 from models.serving.replica import Role
+from solver.plan.records import PoolLoad, ScenarioResult
 from solver.program.row_names import DemandRow, GroupSpareRow, ReplicaSpareRow, phase_label
 from solver.verify.groups import GroupShare
 from solver.verify.pools import RecomputedPool
-from solver.verify.verdict import DEMAND_TOLERANCE, ScenarioCheck, Violation
+from solver.verify.verdict import DEMAND_TOLERANCE, RELATIVE, ScenarioCheck, Violation
+
+Pool = RecomputedPool | GroupShare
+Phase = tuple[Role, str | None]
+"""A table row's phase: the role and the weight precision it names (None: any)."""
+Reroutes = dict[tuple[str, str], dict[str, float]]
+"""(scenario, workload) -> region -> the longest round trip of the users the scenario may
+reroute there (`models.operations.scenarios.rerouted_rtt_ms`)."""
 
 
 def check_scenarios(
-    instance: Instance, pools: list[RecomputedPool], violations: list[Violation]
+    instance: Instance,
+    pools: list[RecomputedPool],
+    violations: list[Violation],
+    reroutes: Reroutes | None = None,
 ) -> list[ScenarioCheck]:
     """Every scenario the policy names, for every workload: the max-flow of the demand
-    to the survivors' capacity, or the worst single replica loss per region."""
+    to the survivors' capacity, or the worst single replica loss per region. `reroutes`,
+    when given, is filled with each (scenario, workload)'s rerouted round trips (read
+    again by `stated_capacities`)."""
+    reroutes = {} if reroutes is None else reroutes
     graph = RegionGraph.of(instance)
     zones = {region.name: region.zones for region in instance.regions}
     checks = []
@@ -60,6 +85,7 @@ def check_scenarios(
                 )
                 searched[key] = (rerouted, {o: _nearest_first(places[o]) for o in demand})
             rerouted, reach = searched[key]
+            reroutes[(scenario.name, workload.name)] = rerouted
             capacity = {}
             for d in zones:
                 mine_there = by_place.get((workload.name, d), ())
@@ -104,6 +130,165 @@ def region_capacity(alive: list[tuple[RecomputedPool, int]], rerouted_rtt_ms: fl
         min(phases.get((Role.PREFILL, p), 0.0), phases.get((Role.DECODE, p), 0.0))
         for p in precisions
     )
+
+
+def row_phase(label: str) -> Phase | None:
+    """A table row's phase label, `unified`, `prefill` or `decode-fp8`, as (role,
+    precision or None); None for a label that names no phase."""
+    role, _, precision = label.partition("-")
+    if role not in tuple(Role) or (role == Role.UNIFIED and precision):
+        return None
+    return Role(role), precision or None
+
+
+def in_phase(pool, phase: Phase) -> bool:
+    """Whether a pool (recomputed, a group's share or a plan entry) serves `phase`."""
+    role, precision = phase
+    return pool.role is role and (precision is None or str(pool.precision) == precision)
+
+
+def least_capacity(
+    alive: list[tuple[Pool, int]], capacity, rtt: float, replica_loss: bool
+) -> float:
+    """`capacity(survivors, rtt)`; with `replica_loss` its least with one replica of one
+    pool lost (each pool in turn)."""
+    if not replica_loss:
+        return capacity(alive, rtt)
+    losses = [
+        capacity([(p, n - (p is lost)) for p, n in alive], rtt) for lost, _ in alive if lost.count
+    ]
+    return min(losses, default=capacity(alive, rtt))
+
+
+def table_capacity(alive: list[tuple[Pool, int]], rerouted_rtt_ms: float = 0.0) -> float:
+    """sum n x q(n) of one phase's survivors (pool, n) at full use
+    (`RecomputedPool.table_capacity`): what a scenario table states for them."""
+    return sum(p.table_capacity(n, rerouted_rtt_ms) for p, n in alive)
+
+
+class CapacityFinding(NamedTuple):
+    """A table row stating a capacity other than its recomputation."""
+
+    message: str
+    violation: bool
+    """True where the row states more than its survivors carry while its pools state
+    the physics' own capacity per replica (`replicas[].requests_per_s_per_replica`): the
+    table contradicts its own plan and shows room the survivors lack (a figure at the
+    normal TTFT target where users are rerouted, at another pool size than the
+    survivors'). A warning otherwise, as a stated figure that differs from the physics
+    without breaking a requirement is (the load is judged against the recomputed
+    capacity apart): a row that states less shows less room than there is (a plan
+    solved at a tighter target, checked at a looser one), and a plan whose pools'
+    figures differ too was solved on other physics (an efficiency since re-tuned)."""
+
+
+def capacity_finding(
+    scenario: Scenario,
+    load: PoolLoad,
+    alive: list[tuple[Pool, int]],
+    rtt: float,
+    started: list[tuple[float, int, str]] = (),
+) -> CapacityFinding | None:
+    """What is wrong with the capacity a table row states, None when it is its
+    recomputation. `alive`: the phase's warm pools in the row's region and their
+    survivors in `scenario`; `rtt`: the longest round trip the scenario reroutes there;
+    `started`: (a lone replica's recomputed q(1) at that target, count, label) of each
+    pool the hour starts there after the loss, credited to the row."""
+    replica_loss = scenario.kind is ScenarioKind.REPLICA
+    warm = least_capacity(alive, table_capacity, rtt, replica_loss)
+    added = math.fsum(rate * count for rate, count, _ in started)
+    recomputed = warm + added
+    stated = load.capacity_requests_per_s
+    if abs(stated - recomputed) <= RELATIVE * max(1.0, abs(stated), abs(recomputed)):
+        return None
+    terms = [
+        f"{n} x {p.table_capacity(n, rtt) / n if n else 0.0:.6g} ({p.label})" for p, n in alive
+    ]
+    terms += [f"{count} x {rate:.6g} ({label}, started)" for rate, count, label in started]
+    target = f"the TTFT target less {rtt:g} ms" if rtt > 0 else "the TTFT target"
+    lost = ", the least with one replica of one pool lost" if replica_loss else ""
+    split = (
+        f" ({stated - load.started_requests_per_s:.6g} warm + "
+        f"{load.started_requests_per_s:.6g} started)"
+        if load.started_requests_per_s
+        else ""
+    )
+    message = (
+        f"{scenario.name}: {load.workload} in {load.region} ({load.phase}) states a capacity "
+        f"of {stated:.6g} requests/s{split}; its survivors carry {recomputed:.6g} at "
+        f"{target}{lost}: {' + '.join(terms) or 'no replica'} (recomputed)"
+    )
+    drifted = [p.label for p, _ in alive if _drifted(p)]
+    if drifted:
+        message += (
+            f"; {', '.join(drifted)} states a capacity per replica other than the physics "
+            "too (a plan solved on other physics)"
+        )
+    return CapacityFinding(message, violation=stated > recomputed and not drifted)
+
+
+def _drifted(pool: Pool) -> bool:
+    """Whether a dedicated pool's entries state a capacity per replica other than its
+    physics at its size (what solver.verify.pools warns of)."""
+    if not isinstance(pool, RecomputedPool):
+        return False  # a group's a[w] is the figure the verifier credits
+    rate = pool.requests_per_s(pool.count)
+    return any(
+        e.requests_per_s_per_replica is not None
+        and abs(e.requests_per_s_per_replica - rate)
+        > RELATIVE * max(1.0, abs(e.requests_per_s_per_replica), abs(rate))
+        for e in pool.entries
+    )
+
+
+def stated_capacities(
+    instance: Instance,
+    tables: tuple[ScenarioResult, ...],
+    pools: list[Pool],
+    reroutes: Reroutes,
+    warnings: list[Violation],
+) -> list[Violation]:
+    """Each row of a static plan's scenario table states the capacity its survivors carry
+    (`capacity_finding`; `reroutes` as `check_scenarios` found them): the violations,
+    the other findings added to `warnings` (`CapacityFinding.violation`). Rows naming an
+    unknown scenario, workload or region are solver.verify.display's; a phase no pool
+    serves is a row whose stated capacity must be 0."""
+    policy = {f.name: f for f in failure_scenarios(instance)}
+    zones = {region.name: region.zones for region in instance.regions}
+    workloads = {w.name for w in instance.workloads}
+    here: dict[tuple[str, str], list[Pool]] = defaultdict(list)
+    for pool in pools:
+        here[(pool.workload, pool.region)].append(pool)
+    found = []
+    for s_index, result in enumerate(tables):
+        f = policy.get(result.name)
+        if f is None:
+            continue
+        for p_index, load in enumerate(result.pools):
+            phase = row_phase(load.phase)
+            at = f"scenarios[{s_index}].pools[{p_index}]"
+            if phase is None:
+                message = (
+                    f"{f.name}: {load.workload} in {load.region}: unknown phase {load.phase!r}"
+                )
+                found.append(Violation(requirement=f"{at}.phase", message=message))
+                continue
+            d = load.region
+            if d not in zones or load.workload not in workloads:
+                continue
+            alive = [
+                (p, f.surviving_replicas(d, p.count, zones[d]))
+                for p in here.get((load.workload, d), ())
+                if in_phase(p, phase)
+            ]
+            rtt = reroutes.get((f.name, load.workload), {}).get(d, 0.0)
+            wrong = capacity_finding(f, load, alive, rtt)
+            if wrong is not None:
+                finding = Violation(
+                    requirement=f"{at}.capacity_requests_per_s", message=wrong.message
+                )
+                (found if wrong.violation else warnings).append(finding)
+    return found
 
 
 def _check_flow(

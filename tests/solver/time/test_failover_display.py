@@ -176,3 +176,31 @@ def test_the_terminal_shows_moves_and_warm_against_started_spare(started):
     warm = load.capacity_requests_per_s - load.started_requests_per_s
     assert row[4] == f"{warm:,.2f}" and row[6] == f"{load.started_requests_per_s:,.2f}"
     assert spare.title.endswith(f"(the fleet of UTC hour {lose.hour})")
+
+
+def test_explain_shows_the_spare_its_utilisation_note_points_to(started):
+    """The utilisation table's note says the warm and started spare follows ("below"):
+    explain's tables show it after that table, as solve's do (explain printed the note
+    with no such table after it)."""
+    from cli.render.plan_tables import explanation_tables
+    from solver.analysis.explain import Explanation
+
+    _, plan = started
+    explanation = Explanation(
+        instance="started",
+        status="optimal",
+        cost_per_month=plan.cost_per_month,
+        binding=(),
+        shadow_price_note="",
+        utilisation=(),
+        limits=(),
+        alternatives=(),
+        alternative_method="",
+        families=(),
+        plan=plan,
+    )
+    tables = explanation_tables(explanation)
+    (at,) = [i for i, t in enumerate(tables) if t.title.startswith("Utilisation by scenario")]
+    assert "(warm and started: below)" in tables[at].note
+    after = [t.title for t in tables[at + 1 :]]
+    assert any(title.startswith("Warm and started spare after each loss") for title in after)
