@@ -80,7 +80,7 @@ from solver.decompose.join_mend import (
     supply_shares,
 )
 from solver.decompose.join_price import first_prices, lagrangian_bound, next_prices, row_users
-from solver.decompose.join_run import JoinRun, gap_left
+from solver.decompose.join_run import JoinRun, gap_left, parts_in_time
 from solver.decompose.join_values import (
     broken_rows,
     cover_join,
@@ -151,9 +151,9 @@ def solve_by_workload(
     if len(parts) < 2:
         return None
     run.coupled = {part for part in parts if len(part) > 1}  # by shared group templates
-    if started is None and COVER_STOPPED and settings.spent():
-        # no time left: each part would be built (seconds of Python on a large program)
-        # to stop at once without a plan; the cover at once
+    if started is None and COVER_STOPPED and (settings.spent() or not parts_in_time(run, parts)):
+        # no time left, or too little for each part to find a plan: each would be built
+        # (seconds of Python on a large program) to stop at once without one; the cover
         return _covered(run, parts, {})
     if started is not None and sorted(started.parts) == sorted(parts):
         backend.prepare(program.lp)  # while the workers solve (the pricing LP is the whole)

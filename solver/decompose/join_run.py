@@ -22,6 +22,13 @@ from solver.settings import MIN_CALL_S, SolveSettings
 EQUAL_SHARES = True
 """Whether each part gets its share of the time left when it starts (`part_share`);
 off, each gets all of it, the bench's `before` (tests/bench/test_tight_limits_bench.py)."""
+PART_MIN_S = 0.1
+"""Seconds each part's program must get for the first round's parts to be solved at all
+(`parts_in_time`); with less the solve goes to the cover at once
+(solver.decompose.join). On 10 x 20 x 6 region loss at the defaults (2 cores, load
+1.5) a 5 s limit left the 20 parts 0.01-0.03 s each: none found a plan, and building and
+stopping them took 1.0 s past the solve's share before the same cover; a part of 450
+columns solved to its optimum in 0.14 s. 0: always solved."""
 GAP_KEPT = 0.1
 """Share of the requested gap a merged part's own gap leaves unused (`gap_left`)."""
 
@@ -229,6 +236,19 @@ def gap_left(
     if pending_cost <= 0:
         return requested
     return max(requested, allowed / pending_cost)
+
+
+def parts_in_time(run: JoinRun, parts: list[Part]) -> bool:
+    """Whether the time to the run's deadline gives each of the `parts` `PART_MIN_S`, run
+    `processes` at a time as `solve_parts` would (ceil(parts / processes) rounds); always
+    without a time limit."""
+    if run.settings.time_limit_s is None or not PART_MIN_S:
+        return True
+    size = workload_sizes(run.program.sets)
+    integers = sum(size[w] for part in parts for w in part)
+    processes = processes_for(len(parts)) if worth_workers(len(parts), integers) else 1
+    rounds = -(-len(parts) // max(processes, 1))
+    return run.deadline - time.monotonic() >= rounds * PART_MIN_S
 
 
 def part_share(left: float, size: int, waiting: list[int], processes: int) -> float:

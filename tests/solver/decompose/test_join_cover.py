@@ -162,3 +162,33 @@ def test_a_spent_deadline_takes_the_cover_without_building_a_part(solved, monkey
     values = found.result.values
     assert plan_of(program.lp, values)
     assert program.lp.objective_value(values) == pytest.approx(cover.cost)
+
+
+def test_too_little_time_for_the_parts_takes_the_cover_without_building_a_part(solved, monkeypatch):
+    """0.15 s left for 2 parts on one process: each would get 0.075 s, under
+    `PART_MIN_S` (0.1 s: 2 rounds x 0.1 = 0.2 s > 0.15), so none is built and the join is
+    the cover's plan, as where the deadline has passed; with `PART_MIN_S` at 0 the parts
+    are built (the first build fails the test)."""
+    import time
+
+    from solver.decompose import join, join_run
+
+    program, cover, _ = solved
+
+    def no_build(*_args, **_kwargs):
+        raise AssertionError("a part was built with too little time for it")
+
+    monkeypatch.setattr(join_run, "workload_program", no_build)
+    monkeypatch.setattr(join_run, "processes_for", lambda _programs: 1)
+    monkeypatch.setattr(join_run, "PART_MIN_S", 0.1)
+    near = SolveSettings(time_limit_s=10.0).started(at=time.monotonic() - 9.85)
+    assert not near.spent()
+    found = join.solve_by_workload(program, get_backend("highs"), near)
+    assert found is not None
+    values = found.result.values
+    assert plan_of(program.lp, values)
+    assert program.lp.objective_value(values) == pytest.approx(cover.cost)
+    monkeypatch.setattr(join_run, "PART_MIN_S", 0.0)
+    later = SolveSettings(time_limit_s=10.0).started(at=time.monotonic() - 9.85)
+    with pytest.raises(AssertionError, match="too little time"):
+        join.solve_by_workload(program, get_backend("highs"), later)
