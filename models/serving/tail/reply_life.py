@@ -26,7 +26,8 @@ T is a busy period: a reply that meets more prompt work lives longer and meets m
 reply's p99 life T99 is where
     P(U + A(T) > T - m t_0(B_T)) = 1%
 (the probability that the work it met exceeds the room its life leaves beside its own
-decode steps; a slower reply has more room, and T99 is found by bisection). Over a fixed
+decode steps; a slower reply has more room; T99 is the root of 48 log halvings, found by
+Brent's method and the halvings replayed, `ReplyLife._tail_s`). Over a fixed
 window this is an upper bound of the busy period's exceedance, which asks that the work
 stayed ahead at every moment of the life, not only at its end.
 
@@ -123,6 +124,7 @@ at the planned 1.015 requests/s measures 1.48% of its replies above 50 ms (2.32%
 import math
 from dataclasses import dataclass
 
+from models.serving.edge_search import find_edge, signed_margin
 from models.serving.iteration_mixture import PREFILL_SHARE_CAP
 from models.serving.queueing import erlang_c, mgc_mean_wait_s
 
@@ -130,12 +132,24 @@ TAIL = 0.01
 """The share of replies above the p99."""
 BISECTIONS = 48
 """Halvings of the bracket [t(B), full lane] of the mean gap at the p99 (in its log:
-a relative precision of ~1e-14)."""
-NOISE = 1e-11
-"""Relative distance from a root within which the exceedance's sign may be its rounding's
-(near the root it is noisy: on 10 x 20 x 6 region loss at the defaults up to 3e-13 from
-it). A pool's evened limit is asked this far below the first limit's root
-(`ReplyLife.tail_s`), so that a root it skips is below the first's beyond that noise."""
+a relative precision of ~1e-14). The root is their last high end (`ReplyLife._tail_s`),
+found by Brent's method and the halvings replayed around it."""
+NOISE = 1e-9
+"""Relative distance from a root within which the exceedance's sign may be its rounding's:
+near the root it is noisy, the variance of U + A being its second moment less its mean
+squared (10 x 20 x 6 region loss at the defaults: a pooled 70B reply of 499 iterations
+meeting 6,231 prompts, 1,148 s of work in a room of 1,157 s, reads +2.9e-13 and -2.6e-13
+alternately over 1e-13 of the gap, and its bisection's root is 8e-12 below the sign change
+Brent's method found). A replayed halving's midpoint this near Brent's bracket is
+evaluated rather than told by it (`ReplyLife._halved`): at 1e-11, 2 of the 42,320 p99
+gaps of chat-3region and that instance differed from the bisection's, at 1e-10 none;
+1e-9 keeps a hundredfold margin for ~6 exceedances a root. A pool's evened limit is asked
+this far below the first limit's root (`ReplyLife.tail_s`), so that a root it skips is
+below the first's beyond that noise."""
+TAIL_REL_TOL = 1e-10
+"""Width of the bracket Brent's method finds the root in before the halvings are replayed
+(`ReplyLife._tail_s`), relative to the gap: narrower buys nothing, the replay evaluating
+every midpoint within `NOISE` of it."""
 
 
 @dataclass(frozen=True)
@@ -202,9 +216,15 @@ class ReplyLife:
         return max(alone, self._tail_s(backlog, pooled=True))
 
     def _tail_s(self, backlog: tuple[float, float], pooled: bool) -> float:
-        """The root tau of `_excess` on [t(B), the full lane at B_T], by bisection."""
+        """The root tau of `_excess` on [t(B), the full lane at B_T], as `BISECTIONS`
+        halvings of it in its log find it (`_halved`), bracketed first by Brent's method
+        (models.serving.edge_search.find_edge, on x = -tau: the test "at or below the
+        tail" passes from the root up) to `TAIL_REL_TOL`."""
         low, high = self.mean_s, self._lane_cap_s(pooled)
-        if high <= low or self._excess(low, backlog, pooled) <= 0:
+        if high <= low:
+            return low
+        below = self._excess(low, backlog, pooled)
+        if below <= 0:
             return low
         # "not <= 0": above the tail, and a NaN too (the conservative side, a longer gap),
         # which the assertion refuses first (checked only on that branch: free below it)
@@ -212,14 +232,46 @@ class ReplyLife:
         if not excess <= 0:
             assert excess > 0, f"a NaN exceedance at the lane cap, {self}"
             return high
+
+        def margin(x: float) -> float:  # <= 0 at or below the tail; a NaN fails, as above
+            excess = self._excess(-x, backlog, pooled)
+            assert not math.isnan(excess), f"a NaN exceedance at a mean gap of {-x} s, {self}"
+            return self._margin(-x, excess, backlog, pooled)
+
+        at_high = self._margin(high, excess, backlog, pooled)
+        at_low = self._margin(low, below, backlog, pooled)  # a NaN's: +inf, a bisection
+        passed, failed = find_edge(margin, -high, -low, at_high, at_low, rel_tol=TAIL_REL_TOL)
+        return self._halved(low, high, -failed, -passed, backlog, pooled)
+
+    def _halved(
+        self,
+        low: float,
+        high: float,
+        above: float,
+        below: float,
+        backlog: tuple[float, float],
+        pooled: bool,
+    ) -> float:
+        """The last high end of `BISECTIONS` halvings of [low, high] in its log, keeping an
+        exceedance above the tail at the low end and at or below it at the high end: the
+        root as the halvings alone find it, given a bracket of it from Brent's method
+        (`above` < `below`, evaluated: the exceedance above the tail at `above`, at or
+        below at `below`). A midpoint further than `NOISE` outside the bracket takes the
+        side the bracket tells (the exceedance falls as the gap grows); one nearer is
+        evaluated."""
         for _ in range(BISECTIONS):
             middle = math.sqrt(low * high)
-            excess = self._excess(middle, backlog, pooled)
-            if excess <= 0:
+            if middle >= below * (1.0 + NOISE):
                 high = middle
-            else:
-                assert excess > 0, f"a NaN exceedance at a mean gap of {middle} s, {self}"
+            elif middle <= above * (1.0 - NOISE):
                 low = middle
+            else:
+                excess = self._excess(middle, backlog, pooled)
+                if excess <= 0:
+                    high = middle
+                else:
+                    assert excess > 0, f"a NaN exceedance at a mean gap of {middle} s, {self}"
+                    low = middle
         return high
 
     def _feedback(self, pooled: bool) -> float:
@@ -235,13 +287,43 @@ class ReplyLife:
 
     def _excess(self, gap_s: float, backlog: tuple[float, float], pooled: bool) -> float:
         """P(U + A(T) > T - m t_0(B_T)) - 1% at a mean gap tau, T = m tau."""
+        arrived = self._arrived(gap_s, pooled)
+        if arrived is None:  # no room: P(U + A > 0), 1 with any prompts
+            return (1.0 if self.prefill_share > 0 else 0.0) - TAIL
+        prompt = (self.work_s, self.work_square_s2)
+        return exceedance(*arrived, *prompt, *backlog) - TAIL
+
+    def _margin(
+        self, gap_s: float, excess: float, backlog: tuple[float, float], pooled: bool
+    ) -> float:
+        """`find_edge`'s margin at a mean gap tau: the sign of its `excess` (the verdict), the
+        size log(P / 1%) (`log_exceedance`), nearer linear in tau than P, which falls by
+        decades over the bracket and underflows to 0 where the work's spread is nil (an
+        unlimited pool's evened work: variance work_square / inf; P steps from ~1/2 to 0
+        within 1e-8 of tau, and a margin of 0 - 1% leaves Brent's method nothing to
+        interpolate: ~44 bisections)."""
+        if not excess < 1.0 - TAIL:  # no room at all (P = 1), or a NaN: the size is moot
+            return signed_margin(math.inf, excess <= 0)
+        if excess > -TAIL * (1.0 - 1e-6):
+            size = math.log1p(excess / TAIL)
+        else:  # P below 1e-8: its log apart, finite where P underflows
+            arrived = self._arrived(gap_s, pooled)
+            assert arrived is not None  # room <= 0 reads 1 - 1% above, or -1% without prompts
+            prompt = (self.work_s, self.work_square_s2)
+            size = log_exceedance(*arrived, *prompt, *backlog) - math.log(TAIL)
+        return signed_margin(size, excess <= 0)
+
+    def _arrived(self, gap_s: float, pooled: bool) -> tuple[float, float, float, float] | None:
+        """(room, count, work, work variance) of `exceedance` at a mean gap tau: the room
+        T - m t_0(B_T) the reply's life leaves beside its own decode steps, and the prompts
+        that arrive in its m - 1 gaps; None where there is no room (<= 0)."""
         feedback = self._feedback(pooled)
         life_s = self.iterations * gap_s
         extra_batch = feedback * self.batch * (gap_s / self.mean_s - 1.0)
         own_s = self.iterations * (self.decode_s + self.decode_slope_s * extra_batch)
         room_s = life_s - own_s
-        if room_s <= 0:  # P(U + A > 0): 1 with any prompts
-            return (1.0 if self.prefill_share > 0 else 0.0) - TAIL
+        if room_s <= 0:
+            return None
         mean_life_s = self.iterations * self.mean_s
         ridden = max(1.0 - 1.0 / self.iterations, 0.0)  # the arrivals of m - 1 gaps ride
         if pooled:  # the replica's own lambda T' prompts, their work's spread 1/n
@@ -254,8 +336,7 @@ class ReplyLife:
             count = arrivals
             work_s = arrivals * self.work_s
             work_var_s2 = arrivals * self.work_square_s2
-        prompt = (self.work_s, self.work_square_s2)
-        return exceedance(room_s, count, work_s, work_var_s2, *prompt, *backlog) - TAIL
+        return room_s, count, work_s, work_var_s2
 
 
 def exceedance(
@@ -273,13 +354,56 @@ def exceedance(
     work of K = 1 + Poisson(`backlog_extra`) prompts (each of mean `prompt_s` and second
     moment `prompt_square_s2`), else none. No prompt at all ((1 - C) e^-count): no
     work; else U + A lognormal of its mean and variance given some (module docstring)."""
+    law = _some_and_z(
+        room_s, count, work_s, work_var_s2, prompt_s, prompt_square_s2, backlog_share, backlog_extra
+    )
+    if law is None:
+        return 0.0
+    some, z = law
+    return some * 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def log_exceedance(
+    room_s: float,
+    count: float,
+    work_s: float,
+    work_var_s2: float,
+    prompt_s: float,
+    prompt_square_s2: float,
+    backlog_share: float,
+    backlog_extra: float,
+) -> float:
+    """log `exceedance` (the same arguments), finite where it underflows: log P(U + A > 0)
+    and the lognormal's log tail apart (by its asymptotic series past z = 20); -inf only
+    where there is no prompt at all."""
+    law = _some_and_z(
+        room_s, count, work_s, work_var_s2, prompt_s, prompt_square_s2, backlog_share, backlog_extra
+    )
+    if law is None:
+        return -math.inf
+    some, z = law
+    return math.log(some) + _log_normal_tail(z)
+
+
+def _some_and_z(
+    room_s: float,
+    count: float,
+    work_s: float,
+    work_var_s2: float,
+    prompt_s: float,
+    prompt_square_s2: float,
+    backlog_share: float,
+    backlog_extra: float,
+) -> tuple[float, float] | None:
+    """`exceedance`'s law: (P(U + A > 0), z) with P(U + A > room) = that x P(Z > z), Z
+    standard normal; None where there is no prompt at all."""
     some_a = 0.0  # P(N >= 1)
     if count > 0 and work_s > 0:
         some_a = -math.expm1(-count) if math.isfinite(count) else 1.0
     share = backlog_share if prompt_s > 0 else 0.0
     some = 1.0 - (1.0 - share) * (1.0 - some_a)  # P(U + A > 0)
     if some <= 0:
-        return 0.0
+        return None
     prompts = 1.0 + backlog_extra
     backlog_s = share * prompts * prompt_s
     prompt_var_s2 = max(prompt_square_s2 - prompt_s**2, 0.0)
@@ -293,5 +417,15 @@ def exceedance(
     var_s2 = max(second_s2 - mean_s**2, (1e-9 * mean_s) ** 2)
     sigma2 = math.log1p(var_s2 / mean_s**2)
     sigma = math.sqrt(sigma2)
-    z = (math.log(room_s / mean_s) + sigma2 / 2) / sigma
-    return some * 0.5 * math.erfc(z / math.sqrt(2.0))
+    return some, (math.log(room_s / mean_s) + sigma2 / 2) / sigma
+
+
+def _log_normal_tail(z: float) -> float:
+    """log P(Z > z), Z standard normal; past z = 20, -z^2 / 2 - log(z sqrt(2 pi)) +
+    log(1 - 1/z^2 + 3/z^4 - 15/z^6) (the asymptotic series, Abramowitz and Stegun
+    7.1.23: the next term 105/z^8 is 4e-9 at z = 20)."""
+    if z < 20.0:
+        return math.log(0.5 * math.erfc(z / math.sqrt(2.0)))
+    inverse = 1.0 / (z * z)
+    series = 1.0 + inverse * (-1.0 + inverse * (3.0 - 15.0 * inverse))
+    return -z * z / 2 - math.log(z * math.sqrt(2.0 * math.pi)) + math.log(series)
