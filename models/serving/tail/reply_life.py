@@ -208,10 +208,13 @@ class ReplyLife:
         docstring, "Pools"), never below t(B) nor above a full lane."""
         backlog = self.backlog()
         alone = self._tail_s(backlog, pooled=False)
-        if self.pool == 1 or self._excess(alone * (1.0 - NOISE), backlog, pooled=True) <= 0:
-            # the evened limit is at or below the tail just below the first's root already,
-            # so its own root is earlier (the exceedance falls as the gap grows) and the
-            # larger is the first's: one exceedance for a root of 50
+        if self.pool == 1:
+            return alone
+        # the evened limit at or below the tail just below the first's root already: its
+        # own root is earlier (the exceedance falls as the gap grows), and the larger is
+        # the first's (one exceedance for a root). Never asked below t(B): there the
+        # evened root is t(B) itself, its own first test the same exceedance
+        if self._excess(max(alone * (1.0 - NOISE), self.mean_s), backlog, pooled=True) <= 0:
             return alone
         return max(alone, self._tail_s(backlog, pooled=True))
 

@@ -214,7 +214,7 @@ def test_the_log_margin_takes_fewer_exceedances(monkeypatch):
 def test_a_pool_solves_its_evened_limit_only_where_it_may_be_the_larger(fields, roots, monkeypatch):
     """`tail_s` is the larger of the two limits' roots; where the evened limit's
     exceedance is at or below the tail just below the first limit's root (NOISE below)
-    already, its own root is earlier, and it is not solved (one root, not two: 18,430 of
+    already, its own root is earlier, and it is not solved (one root, not two: 19,079 of
     the 35,226 pools of chat-3region and 10 x 20 x 6 region loss at the defaults)."""
     life = _life(**fields)
     backlog = life.backlog()
@@ -229,3 +229,35 @@ def test_a_pool_solves_its_evened_limit_only_where_it_may_be_the_larger(fields, 
     monkeypatch.setattr(ReplyLife, "_tail_s", counted)
     assert life.tail_s() == max(limits)
     assert calls[0] == roots
+
+
+def test_a_pool_at_the_mean_gap_is_not_asked_below_it(monkeypatch):
+    """A capacity search's first point (batch 1e-9, an unlimited pool; 10 x 20 x 6 region
+    loss at the defaults): t(B) is the decode step, so below t(B) the reply has no room
+    (P = 1), and both limits' roots are t(B). The evened limit is asked at t(B), not
+    NOISE below it: one root, not two (3,063 such pools there)."""
+    life = ReplyLife(
+        iterations=300.19977504018283,
+        batch=1e-09,
+        mean_s=0.01835658550959767,
+        decode_s=0.018356585509338986,
+        decode_slope_s=6.994027985593454e-05,
+        full_lane_s=0.6462179768114358,
+        rate=1.3619090536706212e-10,
+        work_s=0.10347447840360909,
+        work_square_s2=0.020043960310833095,
+        pool=math.inf,
+        lane_busy=1.6592172080720502e-11,
+    )
+    backlog = life.backlog()
+    assert life._excess(life.mean_s * (1 - reply_life.NOISE), backlog, True) > 0.98
+    calls = [0]
+    real = ReplyLife._tail_s
+
+    def counted(self, *args, **kwargs):
+        calls[0] += 1
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ReplyLife, "_tail_s", counted)
+    assert life.tail_s() == life.mean_s
+    assert calls[0] == 1
