@@ -80,7 +80,7 @@ from solver.decompose.join_mend import (
     supply_shares,
 )
 from solver.decompose.join_price import first_prices, lagrangian_bound, next_prices, row_users
-from solver.decompose.join_run import JoinRun, gap_left, parts_in_time
+from solver.decompose.join_run import JoinRun, cover_reserve_s, gap_left, parts_in_time
 from solver.decompose.join_values import (
     broken_rows,
     cover_join,
@@ -142,11 +142,17 @@ def solve_by_workload(
     bound, when none was proved within the gap (the time ran out, or the merge ended in
     one part); a result with termination INFEASIBLE when some part alone has no plan
     (then neither has the whole); None when no join held (one part, a join nothing
-    mends, a part without a plan in time): the whole must be solved as one.
+    mends, a part without a plan in time): the whole must be solved as one. Under a time
+    limit the parts and mends stop the cover's time before the solve's deadline
+    (solver.decompose.join_run.cover_reserve_s), so that a cover after stopped parts ends
+    by it.
     """
     bounds = bounds or {}
     left_s = settings.remaining_s()
-    run = JoinRun(program, backend, settings, bounds, time.monotonic() + (left_s or float("inf")))
+    deadline = time.monotonic() + (left_s or float("inf"))
+    if COVER_STOPPED:  # the run's deadline keeps back the cover's time (after stopped parts)
+        deadline -= cover_reserve_s(program, settings)
+    run = JoinRun(program, backend, settings, bounds, deadline)
     parts: list[Part] = list(program.groups.components(program.sets.workloads))
     if len(parts) < 2:
         return None

@@ -29,6 +29,16 @@ PART_MIN_S = 0.1
 1.5) a 5 s limit left the 20 parts 0.01-0.03 s each: none found a plan, and building and
 stopping them took 1.0 s past the solve's share before the same cover; a part of 450
 columns solved to its optimum in 0.14 s. 0: always solved."""
+COVER_S_PER_NONZERO = 4e-6
+"""Seconds per nonzero of the whole program that the join keeps back from its deadline,
+under a time limit, for the cover built after parts the clock stopped
+(solver.decompose.join._covered, `cover_reserve_s`). The cover (join_values.cover_join)
+took 2.5-3.4 us per nonzero on generated region-loss instances from 1,466 to 323,564
+nonzeros (2 cores, load 0.6: 3 x 5 x 3 5 ms, 10 x 20 x 6 0.41-0.49 s, 10 x 40 x 6
+1.07-1.21 s), 2.9 us (0.64 s) on 10 x 20 x 6 at the policy defaults (222,896 nonzeros,
+load 0.7); and parts stopped at the deadline hand back 0.1-0.2 s after it. Built after
+the deadline it ran the solve 0.5-0.9 s past its share and `solve` past its limit (5 s
+limit: 5.33 s). 0: nothing kept back (the bench's `before`)."""
 GAP_KEPT = 0.1
 """Share of the requested gap a merged part's own gap leaves unused (`gap_left`)."""
 
@@ -236,6 +246,16 @@ def gap_left(
     if pending_cost <= 0:
         return requested
     return max(requested, allowed / pending_cost)
+
+
+def cover_reserve_s(program: FleetProgram, settings: SolveSettings) -> float:
+    """Seconds the join keeps back before its deadline for the cover built after parts the
+    clock stopped: `COVER_S_PER_NONZERO` x the whole program's nonzeros under a time
+    limit, 0 without one."""
+    if settings.time_limit_s is None:
+        return 0.0
+    nonzeros = sum(len(row.coefficients) for row in program.lp.constraints.values())
+    return COVER_S_PER_NONZERO * nonzeros
 
 
 def parts_in_time(run: JoinRun, parts: list[Part]) -> bool:

@@ -192,3 +192,37 @@ def test_too_little_time_for_the_parts_takes_the_cover_without_building_a_part(s
     later = SolveSettings(time_limit_s=10.0).started(at=time.monotonic() - 9.85)
     with pytest.raises(AssertionError, match="too little time"):
         join.solve_by_workload(program, get_backend("highs"), later)
+
+
+def test_the_join_keeps_the_covers_time_back_from_its_deadline(solved, monkeypatch):
+    """2 s left for 2 parts on one process is time for them (2 rounds x `PART_MIN_S`
+    0.1 s = 0.2 s), but with the cover's time kept back (`cover_reserve_s`: here set to
+    1.9 s, `COVER_S_PER_NONZERO` = 1.9 / the program's nonzeros) 2.0 - 1.9 = 0.1 s is
+    left, under 0.2 s: no part is built and the join is the cover's plan, which then
+    ends by the deadline; with nothing kept back (0) the parts are built."""
+    import time
+
+    from solver.decompose import join, join_run
+
+    program, cover, _ = solved
+    nonzeros = program.lp.size()["nonzeros"]
+
+    def no_build(*_args, **_kwargs):
+        raise AssertionError("a part was built in the cover's time")
+
+    monkeypatch.setattr(join_run, "workload_program", no_build)
+    monkeypatch.setattr(join_run, "processes_for", lambda _programs: 1)
+    monkeypatch.setattr(join_run, "PART_MIN_S", 0.1)
+    monkeypatch.setattr(join_run, "COVER_S_PER_NONZERO", 1.9 / nonzeros)
+    near = SolveSettings(time_limit_s=10.0).started(at=time.monotonic() - 8.0)
+    assert join_run.cover_reserve_s(program, near) == pytest.approx(1.9)
+    assert join_run.cover_reserve_s(program, SolveSettings(time_limit_s=None)) == 0.0
+    found = join.solve_by_workload(program, get_backend("highs"), near)
+    assert found is not None
+    values = found.result.values
+    assert plan_of(program.lp, values)
+    assert program.lp.objective_value(values) == pytest.approx(cover.cost)
+    monkeypatch.setattr(join_run, "COVER_S_PER_NONZERO", 0.0)
+    later = SolveSettings(time_limit_s=10.0).started(at=time.monotonic() - 8.0)
+    with pytest.raises(AssertionError, match="the cover's time"):
+        join.solve_by_workload(program, get_backend("highs"), later)
