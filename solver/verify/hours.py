@@ -82,10 +82,8 @@ from solver.verify.hour_idle import check_idle_fraction
 from solver.verify.hour_reports import stated_report_figures
 from solver.verify.hour_rows import check_binding_times, with_binding_times
 from solver.verify.hour_scenarios import check_hour_table, check_peak_table
-from solver.verify.months import check_months, hour_checks, unmatched_time
+from solver.verify.months import GPU_TOLERANCE, check_months, hour_checks, unmatched_time
 from solver.verify.totals import money_close
-
-GPU_TOLERANCE = 1e-6
 
 
 def verify_any(instance: Instance, plan: Plan) -> Verification:

@@ -19,6 +19,8 @@ from solver.verify.site import whole_unit_kw
 from solver.verify.totals import money_close
 
 GPU_TOLERANCE = 1e-6
+"""GPUs by which a stated count may differ from its recomputation (a solver's rounding of
+an integer column); one value for the hour and the month checks (hours.py, hour_capacity.py)."""
 
 _KEPT: list[list] = []
 """[instance, its hour checks, uses left] of `keep_hour_checks`, at most one."""
