@@ -86,7 +86,7 @@ from solver.verify.scenarios import (
     row_phase,
 )
 from solver.verify.totals import ROUTE_FLOOR_RPS, stated_routing
-from solver.verify.verdict import DEMAND_TOLERANCE, Violation
+from solver.verify.verdict import DEMAND_TOLERANCE, Violation, close
 
 
 def check_hour_table(
@@ -285,7 +285,7 @@ def _started_figures(
         stated = entry.requests_per_s_per_replica
         target = f"the TTFT target less {rtt:g} ms" if rtt > 0 else "the TTFT target"
         where = f"{at}.started_replicas[{i}]"
-        if stated is not None and not _close_figure(stated, rate):
+        if stated is not None and not close(stated, rate):
             found.append(
                 (
                     f"{where}.requests_per_s_per_replica",
@@ -507,12 +507,6 @@ def _over(load: float, capacity: float) -> bool:
 
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=DEMAND_TOLERANCE, abs_tol=DEMAND_TOLERANCE)
-
-
-def _close_figure(a: float, b: float) -> bool:
-    """A stated figure against its recomputation (relative 1e-6, as
-    solver.verify.pools compares a pool's)."""
-    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
 
 
 def _listed(pools: tuple[ReplicaPool, ...]) -> str:

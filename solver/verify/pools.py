@@ -37,14 +37,14 @@ from models.serving.replica import (
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.program.row_names import ReplicasColumn
-from solver.verify.verdict import Violation
+from solver.verify.verdict import Violation, close
 
 
 def did_you_mean(name: str, known: list[str]) -> str:
     """ "; did you mean 'chat'?" for a name the instance spells otherwise ('Chat',
     'us-east '), or "" when none is close."""
-    close = closest_name(name, known)
-    return f"; did you mean {close!r}?" if close else ""
+    nearest = closest_name(name, known)
+    return f"; did you mean {nearest!r}?" if nearest else ""
 
 
 @dataclass
@@ -351,9 +351,9 @@ def _stated_pool_figures(
                         "never negative",
                     )
                 )
-            elif stated is not None and not _close(stated, rate):
+            elif stated is not None and not close(stated, rate):
                 routed = stated * _peak_utilisation(plan, entry)
-                overloaded = routed > rate and not _close(routed, rate)
+                overloaded = routed > rate and not close(routed, rate)
                 (violations if overloaded else warnings).append(
                     Violation(
                         requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
@@ -409,14 +409,14 @@ def _band_problem(instance: Instance, pool: RecomputedPool, entry: ReplicaPool) 
         (stated.family, stated.regime, stated.rows, stated.flag)
         == (found.family, found.regime, found.rows, found.flag)
         and all(
-            _close(a, round(b, 4))
+            close(a, round(b, 4))
             for a, b in zip(
                 (stated.p10, stated.median, stated.p90),
                 (found.p10, found.median, found.p90),
                 strict=True,
             )
         )
-        and _close(stated.capacity_factor, pool.derate)
+        and close(stated.capacity_factor, pool.derate)
     )
     if same:
         return ""
@@ -440,7 +440,7 @@ def _prefix_cache_problems(
     used = {tier.value for tier in kv.tiers_used}
     problems = []
     stated = entry.prefix_hit_rate
-    if stated is not None and stated > hit and not _close(stated, hit):
+    if stated is not None and stated > hit and not close(stated, hit):
         problems.append(
             f"states a prefix hit rate of {stated:.4g}; a pool of {size} replicas gets "
             f"{hit:.4g} (recomputed from where its prefixes live under its router)"
@@ -472,7 +472,3 @@ def _peak_utilisation(plan: Plan, entry: ReplicaPool) -> float:
         ),
         default=0.0,
     )
-
-
-def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))

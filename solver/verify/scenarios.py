@@ -31,7 +31,7 @@ from solver.plan.records import PoolLoad, ScenarioResult
 from solver.program.row_names import DemandRow, GroupSpareRow, ReplicaSpareRow, phase_label
 from solver.verify.groups import GroupShare
 from solver.verify.pools import RecomputedPool
-from solver.verify.verdict import DEMAND_TOLERANCE, RELATIVE, ScenarioCheck, Violation
+from solver.verify.verdict import DEMAND_TOLERANCE, ScenarioCheck, Violation, close
 
 Pool = RecomputedPool | GroupShare
 Phase = tuple[Role, str | None]
@@ -199,7 +199,7 @@ def capacity_finding(
     added = math.fsum(rate * count for rate, count, _ in started)
     recomputed = warm + added
     stated = load.capacity_requests_per_s
-    if abs(stated - recomputed) <= RELATIVE * max(1.0, abs(stated), abs(recomputed)):
+    if close(stated, recomputed):
         return None
     terms = [
         f"{n} x {p.table_capacity(n, rtt) / n if n else 0.0:.6g} ({p.label})" for p, n in alive
@@ -234,9 +234,7 @@ def _drifted(pool: Pool) -> bool:
         return False  # a group's a[w] is the figure the verifier credits
     rate = pool.requests_per_s(pool.count)
     return any(
-        e.requests_per_s_per_replica is not None
-        and abs(e.requests_per_s_per_replica - rate)
-        > RELATIVE * max(1.0, abs(e.requests_per_s_per_replica), abs(rate))
+        e.requests_per_s_per_replica is not None and not close(e.requests_per_s_per_replica, rate)
         for e in pool.entries
     )
 
