@@ -331,15 +331,11 @@ class ReplyLife:
         ridden = max(1.0 - 1.0 / self.iterations, 0.0)  # the arrivals of m - 1 gaps ride
         if pooled:  # the replica's own lambda T' prompts, their work's spread 1/n
             arrivals = self.rate * life_s * ridden
-            count = arrivals
-            work_s = arrivals * self.work_s
-            work_var_s2 = arrivals * self.work_square_s2 / self.pool
+            spread = self.pool
         else:  # whole prompts at lambda, the extra life fed at the 1/n share
             arrivals = self.rate * (mean_life_s + feedback * (life_s - mean_life_s)) * ridden
-            count = arrivals
-            work_s = arrivals * self.work_s
-            work_var_s2 = arrivals * self.work_square_s2
-        return room_s, count, work_s, work_var_s2
+            spread = 1.0
+        return room_s, arrivals, arrivals * self.work_s, arrivals * self.work_square_s2 / spread
 
 
 def exceedance(
