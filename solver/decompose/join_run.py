@@ -254,8 +254,7 @@ def cover_reserve_s(program: FleetProgram, settings: SolveSettings) -> float:
     limit, 0 without one."""
     if settings.time_limit_s is None:
         return 0.0
-    nonzeros = sum(len(row.coefficients) for row in program.lp.constraints.values())
-    return COVER_S_PER_NONZERO * nonzeros
+    return COVER_S_PER_NONZERO * program.lp.size()["nonzeros"]
 
 
 def parts_in_time(run: JoinRun, parts: list[Part]) -> bool:
